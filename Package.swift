@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Haneke",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HanekeProtocols", targets: ["HanekeProtocols"]),
+        .library(name: "MemoryStore", targets: ["MemoryStore"]),
+        .library(name: "Formats", targets: ["Formats"]),
+        .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // MARK: - Core
+
+        .target(
+            name: "HanekeProtocols",
+            dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+
+        // MARK: - Backends
+
+        .target(name: "MemoryStore", dependencies: ["HanekeProtocols"]),
+
+        // MARK: - Values
+
+        .target(name: "Formats", dependencies: ["HanekeProtocols"]),
+
+        // MARK: - Test support
+
+        .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "MemoryStore"]),
+
+        // MARK: - Examples
+
+        .executableTarget(
+            name: "QuickStart",
+            dependencies: ["HanekeProtocols", "MemoryStore", "Formats"],
+            path: "Examples/QuickStart",
+            exclude: ["README.md"]
+        ),
+
+        // MARK: - Tests
+
+        .testTarget(
+            name: "HanekeProtocolsTests",
+            dependencies: [
+                "HanekeProtocols", "HanekeTesting", "MemoryStore", "Formats",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
+        .testTarget(name: "HanekeTestingTests", dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats"]),
+    ]
+)
+
+// MARK: - Settings shared by every target
+
+for target in package.targets {
+    var settings = target.swiftSettings ?? []
+    settings.append(contentsOf: [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ])
+    target.swiftSettings = settings
+}

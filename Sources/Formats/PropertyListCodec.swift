@@ -1,0 +1,43 @@
+public import Foundation
+public import HanekeProtocols
+
+/// Stores `Codable` values as binary property lists: more compact than JSON for numeric data and
+/// exact for `Double` and `Date`.
+///
+/// ```swift
+/// let samples = fileStore.coded(with: PropertyListCodec<[Sample]>())
+/// ```
+public struct PropertyListCodec<Value: Codable>: DataCodec {
+    /// Creates a binary property-list codec.
+    public init() {}
+
+    /// Encodes `value` as a binary property list.
+    /// - Parameter value: The value to encode.
+    /// - Returns: The property list's bytes (`bplist00…`).
+    /// - Throws: `StoreError` with code `encoding`.
+    public func encode(_ value: Value) throws -> Data {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        do {
+            return try encoder.encode(value)
+        } catch {
+            throw StoreError(.encoding, "Could not encode \(Value.self) as a property list: \(error)", cause: error)
+        }
+    }
+
+    /// Decodes a value from a property list (binary or XML).
+    /// - Parameter data: The property list's bytes.
+    /// - Returns: The value.
+    /// - Throws: `StoreError` with code `decoding`, naming the expected type and the problem.
+    public func decode(_ data: Data) throws -> Value {
+        do {
+            return try PropertyListDecoder().decode(Value.self, from: data)
+        } catch {
+            throw StoreError(
+                .decoding,
+                "Expected \(Value.self) as a property list in \(data.count) bytes: \(DecodingProblem.describe(error))",
+                cause: error
+            )
+        }
+    }
+}

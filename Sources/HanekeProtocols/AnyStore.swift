@@ -1,0 +1,58 @@
+/// A type-erased store, for API boundaries where the concrete chain type should not show.
+///
+/// Made by ``Store/eraseToAnyStore()``. Inside your own code keep the concrete type: it lets the
+/// compiler specialise the whole chain.
+public struct AnyStore<Key: Hashable & Sendable, Value: Sendable>: Store {
+    private let base: any Store<Key, Value>
+
+    /// Wraps `base`. Prefer ``Store/eraseToAnyStore()``.
+    /// - Parameter base: The store to wrap.
+    public init(_ base: some Store<Key, Value>) {
+        if let erased = base as? AnyStore<Key, Value> {
+            self = erased
+        } else {
+            self.base = base
+        }
+    }
+
+    /// Reads from the wrapped store.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value, or `nil`.
+    /// - Throws: What the wrapped store throws.
+    public func value(forKey key: Key) async throws -> Value? {
+        try await base.value(forKey: key)
+    }
+
+    /// Writes to the wrapped store.
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: What the wrapped store throws.
+    public func setValue(_ value: Value, forKey key: Key) async throws {
+        try await base.setValue(value, forKey: key)
+    }
+
+    /// Removes from the wrapped store.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What the wrapped store throws.
+    public func removeValue(forKey key: Key) async throws {
+        try await base.removeValue(forKey: key)
+    }
+
+    /// Empties the wrapped store.
+    /// - Throws: What the wrapped store throws.
+    public func removeAll() async throws {
+        try await base.removeAll()
+    }
+
+    /// The wrapped store's layers.
+    public var layerStatistics: [LayerStatistics] { base.layerStatistics }
+}
+
+extension Store {
+    /// Hides this store's concrete type behind `AnyStore`.
+    /// - Returns: A type-erased store.
+    public func eraseToAnyStore() -> AnyStore<Key, Value> {
+        AnyStore(self)
+    }
+}

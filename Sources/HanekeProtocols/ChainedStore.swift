@@ -1,0 +1,119 @@
+public import Logging
+
+/// Two stores read as one: the top layer first, then the bottom, promoting bottom hits into the top.
+///
+/// Made by ``Store/chained(to:logger:)``; see that method for the semantics. Chains nest, so
+/// `a.chained(to: b).chained(to: c)` reads `a`, then `b`, then `c`.
+public struct ChainedStore<Top: Store, Bottom: Store>: Store
+where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
+    /// The type of the keys.
+    public typealias Key = Top.Key
+    /// The type of the values.
+    public typealias Value = Top.Value
+
+    /// The layer read first.
+    public let top: Top
+    /// The layer read on a miss in `top`.
+    public let bottom: Bottom
+    private let logger: Logger
+
+    /// Chains `top` to `bottom`. Prefer ``Store/chained(to:logger:)``.
+    /// - Parameters:
+    ///   - top: The layer read first.
+    ///   - bottom: The layer read on a miss in `top`.
+    ///   - logger: Where read and promotion failures are logged.
+    public init(top: Top, bottom: Bottom, logger: Logger = Logger(label: "haneke")) {
+        self.top = top
+        self.bottom = bottom
+        self.logger = logger
+    }
+
+    /// Reads `top`, then `bottom`; a `bottom` hit is written back into `top`. A layer that throws
+    /// is logged and treated as a miss, and an entry that does not decode is removed from it.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The first value found, or `nil` when no layer has one.
+    /// - Throws: `CancellationError` only; layer failures are misses.
+    public func value(forKey key: Key) async throws -> Value? {
+        if let value = try await top.readAsLayer(key, logger: logger) {
+            return value
+        }
+        guard let value = try await bottom.readAsLayer(key, logger: logger) else {
+            return nil
+        }
+        do {
+            try await top.setValue(value, forKey: key)
+        } catch {
+            logger.warning(
+                "Could not promote a value into the upper layer",
+                metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+            )
+        }
+        return value
+    }
+
+    /// Writes `value` to `top`, then to `bottom`, attempting both even when the first fails.
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: The first layer's error, after every layer was attempted.
+    public func setValue(_ value: Value, forKey key: Key) async throws {
+        try await attemptBoth(
+            { try await top.setValue(value, forKey: key) },
+            { try await bottom.setValue(value, forKey: key) }
+        )
+    }
+
+    /// Removes `key` from both layers.
+    /// - Parameter key: The key to remove.
+    /// - Throws: The first layer's error, after every layer was attempted.
+    public func removeValue(forKey key: Key) async throws {
+        try await attemptBoth(
+            { try await top.removeValue(forKey: key) },
+            { try await bottom.removeValue(forKey: key) }
+        )
+    }
+
+    /// Empties both layers.
+    /// - Throws: The first layer's error, after every layer was attempted.
+    public func removeAll() async throws {
+        try await attemptBoth({ try await top.removeAll() }, { try await bottom.removeAll() })
+    }
+
+    /// The layers of `top` followed by the layers of `bottom`.
+    public var layerStatistics: [LayerStatistics] {
+        top.layerStatistics + bottom.layerStatistics
+    }
+
+    private func attemptBoth(
+        _ first: () async throws -> Void,
+        _ second: () async throws -> Void
+    ) async throws {
+        var firstError: (any Error)?
+        do { try await first() } catch { firstError = error }
+        do { try await second() } catch { firstError = firstError ?? error }
+        if let firstError { throw firstError }
+    }
+}
+
+extension Store {
+    /// Puts this store in front of `next`: reads try this store first, writes go to both.
+    ///
+    /// Semantics (DESIGN §4):
+    /// 1. read this store; on a hit return it;
+    /// 2. on a miss read `next`; on a hit write the value back into this store (promotion);
+    /// 3. `setValue` writes to every layer, this one first; `removeValue` and `removeAll` reach
+    ///    every layer; a write reports the first error after attempting every layer;
+    /// 4. a layer that throws on read is logged and treated as a miss, so a broken disk never takes
+    ///    the hot path down; an entry whose bytes do not decode is removed from its layer.
+    ///
+    /// - Parameters:
+    ///   - next: The slower store behind this one.
+    ///   - logger: Where read and promotion failures are logged.
+    /// - Returns: A store that reads both layers in order.
+    public func chained<Next: Store>(
+        to next: Next,
+        logger: Logger = Logger(label: "haneke")
+    ) -> ChainedStore<Self, Next> where Next.Key == Key, Next.Value == Value {
+        ChainedStore(top: self, bottom: next, logger: logger)
+    }
+}

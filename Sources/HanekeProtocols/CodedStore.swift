@@ -1,0 +1,101 @@
+public import Foundation
+import Logging
+
+/// A store of bytes seen as a store of values, through a ``DataCodec``.
+///
+/// Made by ``Store/coded(as:)`` or ``Store/coded(with:)``. Bytes that do not decode make a read throw
+/// `StoreError` with code `decoding` (a chain or a fetcher treats that as a miss and removes the entry).
+public struct CodedStore<Base: Store, Codec: DataCodec>: Store
+where Base.Value == Data, Codec.Value: Sendable {
+    /// The type of the keys.
+    public typealias Key = Base.Key
+    /// The type of the values.
+    public typealias Value = Codec.Value
+
+    /// The store of bytes.
+    public let base: Base
+    /// The codec between values and bytes.
+    public let codec: Codec
+    private let counter = StatisticsCounter()
+
+    /// Views `base` through `codec`. Prefer ``Store/coded(with:)``.
+    /// - Parameters:
+    ///   - base: The store of bytes.
+    ///   - codec: The codec between values and bytes.
+    public init(base: Base, codec: Codec) {
+        self.base = base
+        self.codec = codec
+    }
+
+    /// Reads the bytes for `key` and decodes them.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The decoded value, or `nil` on a miss.
+    /// - Throws: `StoreError` with code `decoding` when the bytes do not decode; what `base` throws.
+    public func value(forKey key: Key) async throws -> Value? {
+        guard let data = try await base.value(forKey: key) else { return nil }
+        do {
+            return try codec.decode(data)
+        } catch {
+            counter.recordError()
+            throw StoreError.wrapping(error, as: .decoding, "Could not decode the value stored for key \(Logger.describe(key))")
+        }
+    }
+
+    /// Encodes `value` and stores the bytes.
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: `StoreError` with code `encoding`; what `base` throws.
+    public func setValue(_ value: Value, forKey key: Key) async throws {
+        let data: Data
+        do {
+            data = try codec.encode(value)
+        } catch {
+            counter.recordError()
+            throw StoreError.wrapping(error, as: .encoding, "Could not encode the value for key \(Logger.describe(key))")
+        }
+        try await base.setValue(data, forKey: key)
+    }
+
+    /// Removes `key` from `base`.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What `base` throws.
+    public func removeValue(forKey key: Key) async throws {
+        try await base.removeValue(forKey: key)
+    }
+
+    /// Empties `base`.
+    /// - Throws: What `base` throws.
+    public func removeAll() async throws {
+        try await base.removeAll()
+    }
+
+    /// The layers of `base`; values that failed to decode or encode are added to the errors of its
+    /// first layer.
+    public var layerStatistics: [LayerStatistics] {
+        var layers = base.layerStatistics
+        if !layers.isEmpty {
+            layers[0].statistics.errors += counter.snapshot.errors
+        }
+        return layers
+    }
+}
+
+extension Store where Value == Data {
+    /// Views this store of bytes as a store of `type`, using the type's own
+    /// `DataConvertible` and `DataRepresentable` conformances.
+    /// - Parameter type: The value type.
+    /// - Returns: A store of `type` values.
+    public func coded<T: DataConvertible & DataRepresentable & Sendable>(
+        as type: T.Type
+    ) -> CodedStore<Self, ConformanceCodec<T>> {
+        CodedStore(base: self, codec: ConformanceCodec())
+    }
+
+    /// Views this store of bytes as a store of values, through `codec` (JSON, property list, your own).
+    /// - Parameter codec: The codec between values and bytes.
+    /// - Returns: A store of the codec's values.
+    public func coded<Codec: DataCodec>(with codec: Codec) -> CodedStore<Self, Codec> {
+        CodedStore(base: self, codec: codec)
+    }
+}

@@ -1,0 +1,16 @@
+/// The source of original values at the end of a chain: the network, a disk, a computation.
+///
+/// A fetcher is asked only on a full miss, and concurrent requests for one key share one call
+/// (see ``Store/fetching(from:)``).
+public protocol Fetcher<Key, Value>: Sendable {
+    /// The type of the keys.
+    associatedtype Key: Hashable & Sendable
+    /// The type of the values.
+    associatedtype Value: Sendable
+
+    /// Produces the value for `key`.
+    /// - Parameter key: The key whose value is wanted.
+    /// - Returns: The original value.
+    /// - Throws: `StoreError` (for example `notFound`) or `CancellationError`.
+    func fetch(_ key: Key) async throws -> Value
+}

@@ -1,0 +1,268 @@
+public import Logging
+import Synchronization
+
+/// A store that ends in a fetcher: ``fetch(_:)`` reads the layers and, on a full miss, asks the
+/// fetcher once per key however many callers are waiting (single flight).
+///
+/// Made by ``Store/fetching(from:logger:)``. As a ``Store`` it reads and writes its layers only;
+/// the fetcher is asked by ``fetch(_:)``.
+public final class FetchingStore<Base: Store, Source: Fetcher>: Store
+where Base.Key == Source.Key, Base.Value == Source.Value {
+    /// The type of the keys.
+    public typealias Key = Base.Key
+    /// The type of the values.
+    public typealias Value = Base.Value
+
+    /// The layers read before the fetcher.
+    public let base: Base
+    /// The source of original values.
+    public let fetcher: Source
+    private let logger: Logger
+    private let flights = Locked(FlightTable())
+    private let fetcherCounter = StatisticsCounter()
+    /// Bumped after each flight has written its value to the layers. A caller that saw the same
+    /// number before its own read missed knows no flight has filled the layers since, so its new
+    /// flight need not read them again.
+    private let completedFlights = Atomic<UInt64>(0)
+
+    /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
+    /// - Parameters:
+    ///   - base: The layers read before the fetcher.
+    ///   - fetcher: The source of original values.
+    ///   - logger: Where layer failures are logged.
+    public init(base: Base, fetcher: Source, logger: Logger = Logger(label: "haneke")) {
+        self.base = base
+        self.fetcher = fetcher
+        self.logger = logger
+    }
+
+    /// Returns the value for `key` from the first layer that has it, or from the fetcher.
+    ///
+    /// On a full miss one flight per key starts: it reads the layers again when another flight has
+    /// finished since this caller's read (that flight may have filled them), calls the fetcher, writes the value to every layer and hands it to every
+    /// waiter. A failure reaches every waiter and is not cached. Cancelling one waiter ends only that
+    /// waiter's call, with `CancellationError`; when every waiter has been cancelled the fetcher call
+    /// is cancelled too. Every call returns or throws exactly once.
+    ///
+    /// A layer that throws is treated as a miss; bytes that do not decode are removed from their
+    /// layer and the fetcher is asked.
+    /// - Parameter key: The key whose value is wanted.
+    /// - Returns: The cached or fetched value.
+    /// - Throws: The fetcher's error, or `CancellationError`.
+    public func fetch(_ key: Key) async throws -> Value {
+        try Task.checkCancellation()
+        let generation = completedFlights.load(ordering: .acquiring)
+        if let value = try await base.readAsLayer(key, logger: logger) {
+            return value
+        }
+        return try await joinFlight(for: key, readAt: generation)
+    }
+
+    /// Reads the layers only (the fetcher is not asked).
+    /// - Parameter key: The key to look up.
+    /// - Returns: The cached value, or `nil`.
+    /// - Throws: What the layers throw.
+    public func value(forKey key: Key) async throws -> Value? {
+        try await base.value(forKey: key)
+    }
+
+    /// Writes to the layers.
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: What the layers throw.
+    public func setValue(_ value: Value, forKey key: Key) async throws {
+        try await base.setValue(value, forKey: key)
+    }
+
+    /// Removes `key` from the layers.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What the layers throw.
+    public func removeValue(forKey key: Key) async throws {
+        try await base.removeValue(forKey: key)
+    }
+
+    /// Empties the layers.
+    /// - Throws: What the layers throw.
+    public func removeAll() async throws {
+        try await base.removeAll()
+    }
+
+    /// The layers of `base`, then a layer named `"fetcher"`: its `hits` are values the fetcher
+    /// produced and its `errors` the calls that failed.
+    public var layerStatistics: [LayerStatistics] {
+        base.layerStatistics + [LayerStatistics(name: "fetcher", statistics: fetcherCounter.snapshot)]
+    }
+
+    /// The number of flights under way, for tests and diagnostics.
+    public var flightsInProgress: Int {
+        flights.withLock { $0.flights.count }
+    }
+
+    /// The number of callers waiting on the flight for `key`, for tests.
+    package func waiterCount(for key: Key) -> Int {
+        flights.withLock { $0.flights[key]?.waiters.count ?? 0 }
+    }
+
+    // MARK: - Single flight
+
+    private struct Flight {
+        let id: UInt64
+        var task: Task<Void, Never>?
+        var waiters: [UInt64: CheckedContinuation<Value, any Error>]
+    }
+
+    private struct FlightTable {
+        var flights: [Key: Flight] = [:]
+        var lastID: UInt64 = 0
+    }
+
+    private func joinFlight(for key: Key, readAt generation: UInt64) async throws -> Value {
+        let waiterID = flights.withLock { table in
+            table.lastID += 1
+            return table.lastID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                register(continuation, as: waiterID, for: key, readAt: generation)
+            }
+        } onCancel: {
+            leaveFlight(for: key, waiterID: waiterID)
+        }
+    }
+
+    /// Adds a waiter to the key's flight, starting the flight when there is none. A waiter whose task
+    /// is already cancelled is resumed at once: the cancellation handler may have run before it was
+    /// registered, and would then have found nothing to cancel.
+    private func register(
+        _ continuation: CheckedContinuation<Value, any Error>,
+        as waiterID: UInt64,
+        for key: Key,
+        readAt generation: UInt64
+    ) {
+        let outcome = flights.withLock { table -> FlightRegistration in
+            if Task.isCancelled { return .cancelled }
+            if table.flights[key] != nil {
+                table.flights[key]?.waiters[waiterID] = continuation
+                return .joined
+            }
+            table.flights[key] = Flight(id: waiterID, task: nil, waiters: [waiterID: continuation])
+            return .mustStart
+        }
+        switch outcome {
+        case .cancelled:
+            continuation.resume(throwing: CancellationError())
+        case .joined:
+            break
+        case .mustStart:
+            let task = Task { await self.runFlight(for: key, id: waiterID, readAt: generation) }
+            let stillWanted = flights.withLock { table in
+                guard table.flights[key]?.id == waiterID else { return false }
+                table.flights[key]?.task = task
+                return true
+            }
+            if !stillWanted { task.cancel() }
+        }
+    }
+
+    /// Removes a cancelled waiter and resumes it with `CancellationError`; cancels the flight when it
+    /// was the last waiter.
+    private func leaveFlight(for key: Key, waiterID: UInt64) {
+        let (continuation, abandonedTask) = flights.withLock {
+            table -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?) in
+            guard var flight = table.flights[key],
+                  let continuation = flight.waiters.removeValue(forKey: waiterID) else {
+                return (nil, nil)
+            }
+            if flight.waiters.isEmpty {
+                table.flights[key] = nil
+                return (continuation, flight.task)
+            }
+            table.flights[key] = flight
+            return (continuation, nil)
+        }
+        continuation?.resume(throwing: CancellationError())
+        abandonedTask?.cancel()
+    }
+
+    private func runFlight(for key: Key, id: UInt64, readAt generation: UInt64) async {
+        let result: Result<Value, any Error>
+        do {
+            result = .success(try await produce(key, readAt: generation))
+        } catch {
+            result = .failure(error)
+        }
+        completedFlights.add(1, ordering: .releasing)
+        let waiters = flights.withLock { table -> [CheckedContinuation<Value, any Error>] in
+            guard table.flights[key]?.id == id, let flight = table.flights.removeValue(forKey: key) else {
+                return []
+            }
+            return Array(flight.waiters.values)
+        }
+        for waiter in waiters {
+            waiter.resume(with: result)
+        }
+    }
+
+    private func produce(_ key: Key, readAt generation: UInt64) async throws -> Value {
+        if completedFlights.load(ordering: .acquiring) != generation,
+           let value = try await base.readAsLayer(key, logger: logger) {
+            return value
+        }
+        try Task.checkCancellation()
+        let value: Value
+        do {
+            value = try await fetcher.fetch(key)
+            fetcherCounter.recordHit()
+        } catch {
+            if !(error is CancellationError) {
+                fetcherCounter.recordError()
+                logger.debug("The fetcher failed", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+            }
+            throw error
+        }
+        do {
+            try await base.setValue(value, forKey: key)
+        } catch {
+            logger.warning(
+                "Could not store a fetched value in every layer",
+                metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"]
+            )
+        }
+        return value
+    }
+}
+
+extension Store {
+    /// Ends this store (or chain) in a fetcher; call ``FetchingStore/fetch(_:)`` to read through.
+    ///
+    /// On a full miss the fetcher is called once per key, whatever the number of concurrent callers,
+    /// and its value is written to every layer. See ``FetchingStore/fetch(_:)`` for the guarantees.
+    /// - Parameters:
+    ///   - fetcher: The source of original values.
+    ///   - logger: Where layer failures are logged.
+    /// - Returns: A store with a `fetch(_:)` method.
+    public func fetching<Source: Fetcher>(
+        from fetcher: Source,
+        logger: Logger = Logger(label: "haneke")
+    ) -> FetchingStore<Self, Source> where Source.Key == Key, Source.Value == Value {
+        FetchingStore(base: self, fetcher: fetcher, logger: logger)
+    }
+
+    /// Ends this store (or chain) in a closure that produces original values.
+    /// - Parameters:
+    ///   - logger: Where layer failures are logged.
+    ///   - body: Produces the value for a key.
+    /// - Returns: A store with a `fetch(_:)` method.
+    public func fetching(
+        logger: Logger = Logger(label: "haneke"),
+        _ body: @escaping @Sendable (Key) async throws -> Value
+    ) -> FetchingStore<Self, ClosureFetcher<Key, Value>> {
+        FetchingStore(base: self, fetcher: ClosureFetcher(body), logger: logger)
+    }
+}
+
+/// What happened when a waiter tried to join a flight.
+private enum FlightRegistration {
+    case cancelled, joined, mustStart
+}

@@ -1,0 +1,47 @@
+package import Logging
+
+extension Store {
+    /// Reads `key` the way a chain reads one of its layers (DESIGN §4): a layer that throws is logged
+    /// and treated as a miss, and an entry whose bytes are damaged or do not decode is removed so the
+    /// next layer (or the fetcher) can replace it. Cancellation is not a miss: it propagates.
+    ///
+    /// The layer counts its own error; the caller only logs it.
+    package func readAsLayer(_ key: Key, logger: Logger) async throws -> Value? {
+        do {
+            return try await value(forKey: key)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger.warning(
+                "A cache layer failed to read; treating it as a miss",
+                metadata: ["layer": "\(layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+            )
+            if let storeError = error as? StoreError,
+               storeError.code == .decoding || storeError.code == .corrupted {
+                do {
+                    try await removeValue(forKey: key)
+                } catch {
+                    logger.warning(
+                        "Could not remove an entry that failed to decode",
+                        metadata: ["layer": "\(layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+                    )
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The name of this store's first layer, for log messages.
+    package var layerName: String {
+        layerStatistics.first?.name ?? String(describing: Self.self)
+    }
+}
+
+extension Logger {
+    /// A key as log metadata: its description, cut to 200 characters so that a huge key cannot
+    /// flood the log.
+    package static func describe(_ key: some Any) -> String {
+        let text = String(describing: key)
+        return text.count <= 200 ? text : String(text.prefix(200)) + "… (\(text.utf8.count) bytes)"
+    }
+}

@@ -1,0 +1,45 @@
+#if canImport(Glibc)
+package import Glibc
+#elseif canImport(Musl)
+package import Musl
+#elseif canImport(Darwin)
+package import Darwin
+#endif
+
+/// A value guarded by a pthread mutex: the package's one lock abstraction (DESIGN §6).
+///
+/// `Synchronization.Mutex` would be the natural choice, but ThreadSanitizer on Linux does not see its
+/// futex and reports false races (shared/TOOLCHAIN.md), which would make `make tsan` useless. A pthread
+/// mutex is understood by TSan and costs the same here.
+///
+package final class Locked<Value> {
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
+
+    /// Creates a box holding `value`.
+    package init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        let rc = pthread_mutex_init(mutex, nil)
+        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the lock held and returns its result. Never `await` or do I/O inside.
+    @inlinable
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
+
+/// `@unchecked Sendable` because the compiler cannot see that every access to `value` happens with
+/// `mutex` held; `withLock` is the only way in, so the claim holds by construction. The box is only
+/// as sendable as the value it guards.
+extension Locked: @unchecked Sendable where Value: Sendable {}

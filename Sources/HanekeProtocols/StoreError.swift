@@ -1,0 +1,80 @@
+/// The one error type of the framework: what failed (`code`), a sentence naming the key or file and
+/// the reason (`message`), and the lower-level error that caused it, if any (`cause`).
+///
+/// Codes are an extensible set of static values rather than an enum, so new backends can add codes
+/// without breaking anyone's `switch`. Compare codes with `==`:
+///
+/// ```swift
+/// do { _ = try await store.value(forKey: "42") }
+/// catch let error as StoreError where error.code == .decoding { … }
+/// ```
+///
+/// Cancellation is not a `StoreError`: it surfaces as `CancellationError`.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public var code: Code
+    /// A human-readable sentence: what failed, on which key or file, and why.
+    public var message: String
+    /// The lower-level error that caused this one, if any.
+    public var cause: (any Error)?
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: What kind of failure this is.
+    ///   - message: What failed, on which key or file, and why.
+    ///   - cause: The lower-level error that caused this one, if any.
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    /// `"<code>: <message>"`, followed by the cause when there is one.
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let cause { text += " (cause: \(cause))" }
+        return text
+    }
+}
+
+extension StoreError {
+    /// The kind of a `StoreError`. An open set: backends may declare their own codes.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's stable name, as printed and logged.
+        public let name: String
+
+        /// Declares a code. Use a short camel-case name unique to your backend.
+        /// - Parameter name: The code's stable name.
+        public init(_ name: String) { self.name = name }
+
+        /// The code's name.
+        public var description: String { name }
+
+        /// A system call or file operation failed.
+        public static let io = Code("io")
+        /// A value could not be turned into bytes.
+        public static let encoding = Code("encoding")
+        /// Bytes could not be turned into the expected value.
+        public static let decoding = Code("decoding")
+        /// Stored bytes are damaged (bad header, checksum mismatch, truncation).
+        public static let corrupted = Code("corrupted")
+        /// The key cannot be used by this store.
+        public static let invalidKey = Code("invalidKey")
+        /// The value is larger than the store could ever hold.
+        public static let valueTooLarge = Code("valueTooLarge")
+        /// Decompressing would exceed the configured size limit.
+        public static let decompressionLimitExceeded = Code("decompressionLimitExceeded")
+        /// Nothing is cached for the key and no fetcher could produce it.
+        public static let notFound = Code("notFound")
+        /// A server answered with a status that is not a success.
+        public static let invalidStatusCode = Code("invalidStatusCode")
+        /// A response or file had no data, or less than it announced.
+        public static let missingData = Code("missingData")
+        /// A cache was asked for a format it does not have.
+        public static let formatNotFound = Code("formatNotFound")
+        /// A backend (a server, a directory) cannot be reached right now.
+        public static let unavailable = Code("unavailable")
+        /// An operation did not finish in the time allowed.
+        public static let timeout = Code("timeout")
+    }
+}

@@ -1,0 +1,169 @@
+/// The entries of a `MemoryStore`: a hash index into an array of nodes threaded on a doubly linked
+/// list, most recently used at the head. Every operation is O(1) (amortised for the dictionary);
+/// freed nodes are reused through a free list, so a steady-state store does not allocate per write.
+///
+/// Not thread-safe: `MemoryStore` keeps it behind its lock. Methods report what they dropped so the
+/// store can count evictions.
+struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Node: Sendable {
+        var key: Key?
+        var value: Value?
+        var cost: Int
+        /// Seconds since the reference date after which the entry is stale; `.infinity` for never.
+        var expiry: Double
+        var previous: Int32
+        var next: Int32
+    }
+
+    private static var none: Int32 { -1 }
+
+    private var index: [Key: Int32] = [:]
+    private var nodes: ContiguousArray<Node> = []
+    private var head: Int32 = Self.none
+    private var tail: Int32 = Self.none
+    private var freeHead: Int32 = Self.none
+
+    /// The number of entries.
+    private(set) var count = 0
+    /// The sum of the entries' costs.
+    private(set) var totalCost = 0
+
+    /// The value for `key` when it has not expired at `now`, made most recently used. An expired
+    /// entry is removed and reported in `expired`.
+    mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
+        guard let slot = index[key] else { return nil }
+        let i = Int(slot)
+        if nodes[i].expiry <= now {
+            unlink(slot)
+            free(slot)
+            expired = true
+            return nil
+        }
+        moveToHead(slot)
+        return nodes[i].value
+    }
+
+    /// Whether an unexpired entry exists, without changing the order.
+    func contains(_ key: Key, now: Double) -> Bool {
+        guard let slot = index[key] else { return false }
+        return nodes[Int(slot)].expiry > now
+    }
+
+    /// Stores `value` as the most recently used entry, replacing any entry for `key`.
+    mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
+        if let slot = index[key] {
+            let i = Int(slot)
+            totalCost += cost - nodes[i].cost
+            nodes[i].value = value
+            nodes[i].cost = cost
+            nodes[i].expiry = expiry
+            moveToHead(slot)
+            return
+        }
+        let node = Node(key: key, value: value, cost: cost, expiry: expiry, previous: Self.none, next: Self.none)
+        let slot: Int32
+        if freeHead != Self.none {
+            slot = freeHead
+            freeHead = nodes[Int(slot)].next
+            nodes[Int(slot)] = node
+        } else {
+            precondition(nodes.count < Int(Int32.max), "MemoryStore holds at most \(Int32.max) entries")
+            slot = Int32(nodes.count)
+            nodes.append(node)
+        }
+        index[key] = slot
+        count += 1
+        totalCost += cost
+        linkAtHead(slot)
+    }
+
+    /// Removes the entry for `key`; returns whether there was one.
+    @discardableResult
+    mutating func removeValue(forKey key: Key) -> Bool {
+        guard let slot = index[key] else { return false }
+        unlink(slot)
+        free(slot)
+        return true
+    }
+
+    /// Removes the least recently used entry; returns whether there was one.
+    @discardableResult
+    mutating func removeLeastRecentlyUsed() -> Bool {
+        guard tail != Self.none else { return false }
+        let slot = tail
+        unlink(slot)
+        free(slot)
+        return true
+    }
+
+    /// Removes every entry whose expiry is at or before `now`; returns how many.
+    mutating func removeExpired(now: Double) -> Int {
+        var removed = 0
+        var slot = head
+        while slot != Self.none {
+            let next = nodes[Int(slot)].next
+            if nodes[Int(slot)].expiry <= now {
+                unlink(slot)
+                free(slot)
+                removed += 1
+            }
+            slot = next
+        }
+        return removed
+    }
+
+    /// Removes everything and releases the storage.
+    mutating func removeAll() {
+        self = LRUList()
+    }
+
+    /// The keys from most to least recently used.
+    var keysByRecency: [Key] {
+        var keys: [Key] = []
+        keys.reserveCapacity(count)
+        var slot = head
+        while slot != Self.none {
+            let node = nodes[Int(slot)]
+            if let key = node.key { keys.append(key) }
+            slot = node.next
+        }
+        return keys
+    }
+
+    // MARK: - Links
+
+    private mutating func linkAtHead(_ slot: Int32) {
+        nodes[Int(slot)].previous = Self.none
+        nodes[Int(slot)].next = head
+        if head != Self.none { nodes[Int(head)].previous = slot }
+        head = slot
+        if tail == Self.none { tail = slot }
+    }
+
+    private mutating func unlink(_ slot: Int32) {
+        let previous = nodes[Int(slot)].previous
+        let next = nodes[Int(slot)].next
+        if previous != Self.none { nodes[Int(previous)].next = next } else { head = next }
+        if next != Self.none { nodes[Int(next)].previous = previous } else { tail = previous }
+    }
+
+    private mutating func moveToHead(_ slot: Int32) {
+        guard slot != head else { return }
+        unlink(slot)
+        linkAtHead(slot)
+    }
+
+    /// Returns an unlinked node to the free list, dropping its key and value.
+    private mutating func free(_ slot: Int32) {
+        let i = Int(slot)
+        if let key = nodes[i].key { index.removeValue(forKey: key) }
+        count -= 1
+        totalCost -= nodes[i].cost
+        nodes[i].key = nil
+        nodes[i].value = nil
+        nodes[i].cost = 0
+        nodes[i].next = freeHead
+        nodes[i].previous = Self.none
+        freeHead = slot
+    }
+}

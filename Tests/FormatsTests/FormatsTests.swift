@@ -1,0 +1,132 @@
+import Foundation
+import Formats
+import HanekeProtocols
+import Testing
+
+struct FormatsTests {
+    struct Article: Codable, Hashable, Sendable, DataConvertible, DataRepresentable {
+        var title: String
+        var tags: [String]
+        var published: Date
+        var rating: Double?
+    }
+
+    static let article = Article(
+        title: "Haneke on Linux",
+        tags: ["cache", "swift"],
+        published: Date(timeIntervalSince1970: 1_700_000_000),
+        rating: 4.5
+    )
+
+    @Test(arguments: [Data(), Data([0]), Data([0xFF, 0x00, 0x7F]), Data(repeating: 0xAB, count: 70_000)])
+    func dataIsStoredAsItself(data: Data) throws {
+        #expect(data.asData() == data)
+        #expect(Data.convertFromData(data) == data)
+    }
+
+    @Test(arguments: ["", "plain", "ünïcödé ✓ 🙂", String(repeating: "long ", count: 10_000), "nul\u{0}inside"])
+    func stringsRoundTripAsUTF8(text: String) throws {
+        #expect(text.asData() == Data(text.utf8))
+        #expect(try String.convertFromData(text.asData()) == text)
+    }
+
+    @Test(arguments: [Data([0xFF]), Data([0xC3]), Data([0xED, 0xA0, 0x80])])
+    func invalidUTF8IsADecodingError(bytes: Data) {
+        let error = #expect(throws: StoreError.self) { try String.convertFromData(bytes) }
+        #expect(error?.code == .decoding)
+        #expect(error?.message.contains("UTF-8") == true)
+    }
+
+    @Test(arguments: [
+        JSON.null, true, false, 0, -1.5, 1e300, "", "text with \"quotes\" and / slashes",
+        [], [1, "two", .null, [3]],
+        [:], ["nested": ["deep": [true, false]], "unicode": "ü"],
+    ] as [JSON])
+    func jsonValuesRoundTrip(value: JSON) throws {
+        #expect(try JSON.convertFromData(value.asData()) == value)
+    }
+
+    @Test func jsonHasTheAccessorsHanekeSwiftHad() throws {
+        let json = try JSON.convertFromData(Data(#"{"user":{"name":"Ada","langs":["swift","c"],"age":36,"admin":false,"bio":null}}"#.utf8))
+        let user = try #require(json.dictionary?["user"])
+        #expect(user["name"]?.string == "Ada")
+        #expect(user["langs"]?.array == ["swift", "c"])
+        #expect(user["langs"]?[1]?.string == "c")
+        #expect(user["langs"]?[2] == nil)
+        #expect(user["age"]?.int == 36)
+        #expect(user["age"]?.number == 36)
+        #expect(user["admin"]?.bool == false)
+        #expect(user["bio"]?.isNull == true)
+        #expect(user["missing"] == nil)
+        #expect(json.array == nil)
+        #expect(JSON.array([1]).dictionary == nil)
+    }
+
+    @Test func jsonEncodesWithSortedKeys() throws {
+        let json: JSON = ["b": 1, "a": 2, "c": ["z": 0, "y": 1]]
+        #expect(String(decoding: try json.asData(), as: UTF8.self) == #"{"a":2,"b":1,"c":{"y":1,"z":0}}"#)
+    }
+
+    @Test(arguments: ["", "{", "[1 2]", "{'a':1}", "nul", "\u{FF}", "{\"a\":}"])
+    func malformedJSONIsADecodingError(text: String) {
+        let error = #expect(throws: StoreError.self) { try JSON.convertFromData(Data(text.utf8)) }
+        #expect(error?.code == .decoding)
+        #expect(error?.message.contains("JSON") == true)
+    }
+
+    @Test func aCodableTypeNeedsNoCode() throws {
+        let data = try Self.article.asData()
+        #expect(try Article.convertFromData(data) == Self.article)
+        #expect(String(decoding: data, as: UTF8.self).hasPrefix(#"{"published":"#))
+    }
+
+    @Test func bytesOfTheWrongShapeSayWhatWasExpected() {
+        let error = #expect(throws: StoreError.self) {
+            try Article.convertFromData(Data(#"{"title":"t","tags":"not an array","published":0}"#.utf8))
+        }
+        #expect(error?.code == .decoding)
+        #expect(error?.message.contains("Article") == true)
+        #expect(error?.message.contains("tags") == true)
+    }
+
+    @Test func aMissingFieldIsNamed() {
+        let error = #expect(throws: StoreError.self) { try Article.convertFromData(Data(#"{"title":"t"}"#.utf8)) }
+        #expect(error?.message.contains("tags") == true)
+    }
+
+    @Test(arguments: [JSONDateStrategy.deferredToDate, .secondsSince1970, .iso8601])
+    func theJSONCodecRoundTrips(dates: JSONDateStrategy) throws {
+        let codec = JSONCodec<Article>(dateEncodingStrategy: dates)
+        #expect(try codec.decode(codec.encode(Self.article)) == Self.article)
+    }
+
+    @Test func theJSONCodecWritesDatesAsAsked() throws {
+        let codec = JSONCodec<[String: Date]>(dateEncodingStrategy: .iso8601)
+        let text = String(decoding: try codec.encode(["at": Date(timeIntervalSince1970: 0)]), as: UTF8.self)
+        #expect(text == #"{"at":"1970-01-01T00:00:00Z"}"#)
+    }
+
+    @Test func thePropertyListCodecRoundTripsInBinary() throws {
+        let codec = PropertyListCodec<Article>()
+        let data = try codec.encode(Self.article)
+        #expect(data.starts(with: Data("bplist00".utf8)))
+        #expect(try codec.decode(data) == Self.article)
+    }
+
+    @Test(arguments: [Data(), Data("bplist00".utf8), Data("garbage".utf8), Data(repeating: 0, count: 64)])
+    func malformedPropertyListsAreDecodingErrors(bytes: Data) {
+        let error = #expect(throws: StoreError.self) { try PropertyListCodec<Article>().decode(bytes) }
+        #expect(error?.code == .decoding)
+        #expect(error?.message.contains("Article") == true)
+    }
+
+    @Test func aJSONArticleIsNotAPropertyList() throws {
+        let json = try JSONCodec<Article>().encode(Self.article)
+        #expect(throws: StoreError.self) { try PropertyListCodec<Article>().decode(json) }
+    }
+
+    @Test func nanCannotBeEncodedAsJSON() {
+        let error = #expect(throws: StoreError.self) { try JSON.number(.nan).asData() }
+        #expect(error?.code == .encoding)
+    }
+}

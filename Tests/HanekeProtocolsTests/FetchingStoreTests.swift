@@ -1,0 +1,205 @@
+import Foundation
+import Formats
+import HanekeProtocols
+import HanekeTesting
+import MemoryStore
+import Testing
+
+struct FetchingStoreTests {
+    @Test func aFullMissAsksTheFetcherAndFillsEveryLayer() async throws {
+        let top = MemoryStore<String, String>()
+        let bottom = MemoryStore<String, String>()
+        let fetcher = CountingFetcher()
+        let store = top.chained(to: bottom).fetching(from: fetcher)
+
+        #expect(try await store.fetch("k") == "fetched:k")
+        #expect(try await top.value(forKey: "k") == "fetched:k")
+        #expect(try await bottom.value(forKey: "k") == "fetched:k")
+        #expect(try await store.fetch("k") == "fetched:k")
+        #expect(fetcher.calls == 1)
+        #expect(store.layerStatistics.map(\.name) == ["memory", "memory", "fetcher"])
+        #expect(store.layerStatistics[2].statistics.hits == 1)
+    }
+
+    @Test func aThousandConcurrentFetchesOfOneKeyCallTheFetcherOnce() async throws {
+        let fetcher = ControlledFetcher<String>()
+        let store = MemoryStore<String, String>().fetching(from: fetcher)
+
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<1_000 { group.addTask { try await store.fetch("k") } }
+            await fetcher.waitForCalls(1)
+            // Every waiter either joined the flight or will find the value in memory.
+            fetcher.release(with: .success("v"))
+            var results = 0
+            for try await value in group {
+                #expect(value == "v")
+                results += 1
+            }
+            #expect(results == 1_000)
+        }
+        #expect(fetcher.calls == ["k"])
+        #expect(store.flightsInProgress == 0)
+    }
+
+    @Test func concurrentFetchesOfDifferentKeysEachCallTheFetcherOnce() async throws {
+        let fetcher = CountingFetcher()
+        let store = MemoryStore<String, String>().fetching(from: fetcher)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<1_000 {
+                group.addTask {
+                    let value = try await store.fetch("key-\(i % 10)")
+                    #expect(value == "fetched:key-\(i % 10)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(fetcher.calls == 10)
+    }
+
+    @Test func aFailureReachesEveryWaiterAndIsNotCached() async throws {
+        let fetcher = ControlledFetcher<String>()
+        let store = MemoryStore<String, String>().fetching(from: fetcher)
+
+        let outcomes = await withTaskGroup(of: Result<String, StoreError>.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    do { return .success(try await store.fetch("k")) }
+                    catch let error as StoreError { return .failure(error) }
+                    catch { return .failure(StoreError(.io, "unexpected \(error)")) }
+                }
+            }
+            await fetcher.waitForCalls(1)
+            try? await waitUntil { store.waiterCount(for: "k") == 50 }
+            fetcher.release(with: .failure(StoreError(.notFound, "no such user")))
+            var outcomes: [Result<String, StoreError>] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(fetcher.calls.count == 1)
+        #expect(outcomes.count == 50)
+        for outcome in outcomes {
+            guard case .failure(let error) = outcome else {
+                Issue.record("a waiter got a value from a failed fetch")
+                continue
+            }
+            #expect(error.code == .notFound)
+        }
+
+        // Not cached: the next fetch asks again and can succeed.
+        async let again = store.fetch("k")
+        await fetcher.waitForCalls(2)
+        fetcher.release(with: .success("found"))
+        #expect(try await again == "found")
+        #expect(store.layerStatistics.last?.statistics.errors == 1)
+    }
+
+    @Test func cancellingOneWaiterLeavesTheOthersRunning() async throws {
+        let fetcher = ControlledFetcher<String>()
+        let store = MemoryStore<String, String>().fetching(from: fetcher)
+
+        let first = Task { try await store.fetch("k") }
+        await fetcher.waitForCalls(1)
+        let second = Task { try await store.fetch("k") }
+        let third = Task { try await store.fetch("k") }
+        try await waitUntil { store.waiterCount(for: "k") == 3 }
+
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(fetcher.cancellations == 0)
+
+        fetcher.release(with: .success("v"))
+        #expect(try await first.value == "v")
+        #expect(try await third.value == "v")
+        #expect(fetcher.calls.count == 1)
+    }
+
+    @Test func cancellingEveryWaiterCancelsTheFetcherCall() async throws {
+        let fetcher = ControlledFetcher<String>()
+        let store = MemoryStore<String, String>().fetching(from: fetcher)
+
+        let waiters = (0..<5).map { _ in Task { try await store.fetch("k") } }
+        await fetcher.waitForCalls(1)
+        try await waitUntil { store.waiterCount(for: "k") == 5 }
+        for waiter in waiters { waiter.cancel() }
+        for waiter in waiters {
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+        }
+        await fetcher.waitForCancellations(1)
+        #expect(fetcher.cancellations == 1)
+        #expect(store.flightsInProgress == 0)
+
+        // A new fetch starts a new flight rather than joining the cancelled one.
+        async let fresh = store.fetch("k")
+        await fetcher.waitForCalls(2)
+        fetcher.release(with: .success("v"))
+        #expect(try await fresh == "v")
+    }
+
+    @Test func everyFetchCompletesExactlyOnceUnderRandomCancellation() async throws {
+        let fetcher = CountingFetcher()
+        let store = MemoryStore<String, String>(countLimit: 4).fetching(from: fetcher)
+        let completions = Locked(0)
+        var generator = SystemRandomNumberGenerator()
+
+        var tasks: [Task<Void, Never>] = []
+        for i in 0..<2_000 {
+            let task = Task {
+                do { _ = try await store.fetch("key-\(i % 37)") } catch {}
+                completions.withLock { $0 += 1 }
+            }
+            tasks.append(task)
+            if Bool.random(using: &generator) { task.cancel() }
+        }
+        for task in tasks { await task.value }
+        #expect(completions.withLock { $0 } == 2_000)
+        #expect(store.flightsInProgress == 0)
+    }
+
+    @Test func bytesThatDoNotDecodeAreRemovedAndTheFetcherIsAsked() async throws {
+        let bytes = MemoryStore<String, Data>()
+        try await bytes.setValue(Data([0xFF, 0xFE]), forKey: "k")   // not UTF-8
+        let fetcher = CountingFetcher()
+        let store = bytes.coded(as: String.self).fetching(from: fetcher)
+
+        #expect(try await store.fetch("k") == "fetched:k")
+        #expect(fetcher.calls == 1)
+        #expect(try await bytes.value(forKey: "k") == Data("fetched:k".utf8))
+        #expect(store.layerStatistics[0].statistics.errors == 1)
+    }
+
+    @Test func aLayerThatFailsOnReadMeansTheFetcherIsAsked() async throws {
+        let broken = FailingStore(wrapping: MemoryStore<String, String>(), failing: .read)
+        let fetcher = CountingFetcher()
+        let store = broken.fetching(from: fetcher)
+        #expect(try await store.fetch("k") == "fetched:k")
+        #expect(fetcher.calls == 1)
+    }
+
+    @Test func aValueThatCannotBeStoredIsStillReturned() async throws {
+        let broken = FailingStore(wrapping: MemoryStore<String, String>(), failing: .write)
+        let store = broken.fetching(from: CountingFetcher())
+        #expect(try await store.fetch("k") == "fetched:k")
+    }
+
+    @Test func aClosureFetcherWorks() async throws {
+        let store = MemoryStore<Int, String>().fetching { key in String(repeating: "x", count: key) }
+        #expect(try await store.fetch(3) == "xxx")
+        #expect(try await store.value(forKey: 3) == "xxx")
+    }
+
+    @Test func aFetchingStoreConformsAsAStore() async throws {
+        try await StoreConformanceSuite {
+            MemoryStore<String, Data>().fetching { _ in throw StoreError(.notFound, "no source") }
+        }.run()
+    }
+}
+
+/// Yields until `condition` holds, failing after many tries (no wall-clock sleep).
+func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    for _ in 0..<1_000_000 {
+        if condition() { return }
+        await Task.yield()
+    }
+    Issue.record("condition never held", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
