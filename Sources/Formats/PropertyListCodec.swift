@@ -4,6 +4,10 @@ public import HanekeProtocols
 /// Stores `Codable` values as binary property lists: more compact than JSON for numeric data and
 /// exact for `Double` and `Date`.
 ///
+/// The value is stored as the only element of a top-level array, because a property list cannot
+/// have a single number, string or date at its top: so `PropertyListCodec<Int>` works like
+/// `PropertyListCodec<User>`.
+///
 /// ```swift
 /// let samples = fileStore.coded(with: PropertyListCodec<[Sample]>())
 /// ```
@@ -19,7 +23,7 @@ public struct PropertyListCodec<Value: Codable>: DataCodec {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .binary
         do {
-            return try encoder.encode(value)
+            return try encoder.encode([value])
         } catch {
             throw StoreError(.encoding, "Could not encode \(Value.self) as a property list: \(error)", cause: error)
         }
@@ -30,8 +34,9 @@ public struct PropertyListCodec<Value: Codable>: DataCodec {
     /// - Returns: The value.
     /// - Throws: `StoreError` with code `decoding`, naming the expected type and the problem.
     public func decode(_ data: Data) throws -> Value {
+        let wrapped: [Value]
         do {
-            return try PropertyListDecoder().decode(Value.self, from: data)
+            wrapped = try PropertyListDecoder().decode([Value].self, from: data)
         } catch {
             throw StoreError(
                 .decoding,
@@ -39,5 +44,9 @@ public struct PropertyListCodec<Value: Codable>: DataCodec {
                 cause: error
             )
         }
+        guard wrapped.count == 1, let value = wrapped.first else {
+            throw StoreError(.decoding, "Expected one \(Value.self) in the property list, found \(wrapped.count)")
+        }
+        return value
     }
 }

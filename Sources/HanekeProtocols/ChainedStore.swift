@@ -16,6 +16,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// The layer read on a miss in `top`.
     public let bottom: Bottom
     private let logger: Logger
+    private let changes = ChangeTracker<Key>()
 
     /// Chains `top` to `bottom`. Prefer ``Store/chained(to:logger:)``.
     /// - Parameters:
@@ -30,6 +31,10 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
 
     /// Reads `top`, then `bottom`; a `bottom` hit is written back into `top`. A layer that throws
     /// is logged and treated as a miss, and an entry that does not decode is removed from it.
+    ///
+    /// A promotion never outlives a write or removal made through this chain while the read was
+    /// under way: if the key may have changed, the promoted value is taken out of `top` again (the
+    /// next read finds the current value below).
     /// - Parameter key: The key to look up.
     /// - Returns: The first value found, or `nil` when no layer has one.
     /// - Throws: `CancellationError` only; layer failures are misses.
@@ -37,9 +42,11 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
         if let value = try await top.readAsLayer(key, logger: logger) {
             return value
         }
+        let mark = changes.mark(for: key)
         guard let value = try await bottom.readAsLayer(key, logger: logger) else {
             return nil
         }
+        guard changes.mark(for: key) == mark else { return value }
         do {
             try await top.setValue(value, forKey: key)
         } catch {
@@ -47,6 +54,11 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
                 "Could not promote a value into the upper layer",
                 metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
             )
+            return value
+        }
+        if changes.mark(for: key) != mark {
+            // A write or removal ran while promoting; it may have reached `top` before the promotion.
+            try? await top.removeValue(forKey: key)
         }
         return value
     }
@@ -57,6 +69,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     ///   - key: The key to store it under.
     /// - Throws: The first layer's error, after every layer was attempted.
     public func setValue(_ value: Value, forKey key: Key) async throws {
+        changes.recordChange(to: key)
         try await attemptBoth(
             { try await top.setValue(value, forKey: key) },
             { try await bottom.setValue(value, forKey: key) }
@@ -67,6 +80,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// - Parameter key: The key to remove.
     /// - Throws: The first layer's error, after every layer was attempted.
     public func removeValue(forKey key: Key) async throws {
+        changes.recordChange(to: key)
         try await attemptBoth(
             { try await top.removeValue(forKey: key) },
             { try await bottom.removeValue(forKey: key) }
@@ -76,6 +90,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// Empties both layers.
     /// - Throws: The first layer's error, after every layer was attempted.
     public func removeAll() async throws {
+        changes.recordChangeToEveryKey()
         try await attemptBoth({ try await top.removeAll() }, { try await bottom.removeAll() })
     }
 

@@ -36,6 +36,7 @@ where Base.Value == Data, Codec.Value: Sendable {
         do {
             return try codec.decode(data)
         } catch {
+            counter.recordMiss()
             counter.recordError()
             throw StoreError.wrapping(error, as: .decoding, "Could not decode the value stored for key \(Logger.describe(key))")
         }
@@ -70,13 +71,20 @@ where Base.Value == Data, Codec.Value: Sendable {
         try await base.removeAll()
     }
 
-    /// The layers of `base`; values that failed to decode or encode are added to the errors of its
-    /// first layer.
+    /// The layers of `base`, with what this view counted merged into the first: a read whose
+    /// bytes failed to decode moves from that layer's hits to its misses and adds an error (the
+    /// caller got no value), and a value that failed to encode adds an error. A base that reports
+    /// no layers is reported as one layer named `"coded"`.
     public var layerStatistics: [LayerStatistics] {
+        let own = counter.snapshot
         var layers = base.layerStatistics
-        if !layers.isEmpty {
-            layers[0].statistics.errors += counter.snapshot.errors
+        guard !layers.isEmpty else {
+            return [LayerStatistics(name: "coded", statistics: own)]
         }
+        let decodingFailures = own.misses
+        layers[0].statistics.hits -= min(decodingFailures, layers[0].statistics.hits)
+        layers[0].statistics.misses += decodingFailures
+        layers[0].statistics.errors += own.errors
         return layers
     }
 }

@@ -1,5 +1,4 @@
 public import Logging
-import Synchronization
 
 /// A store that ends in a fetcher: ``fetch(_:)`` reads the layers and, on a full miss, asks the
 /// fetcher once per key however many callers are waiting (single flight).
@@ -20,10 +19,10 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     private let logger: Logger
     private let flights = Locked(FlightTable())
     private let fetcherCounter = StatisticsCounter()
-    /// Bumped after each flight has written its value to the layers. A caller that saw the same
-    /// number before its own read missed knows no flight has filled the layers since, so its new
-    /// flight need not read them again.
-    private let completedFlights = Atomic<UInt64>(0)
+    /// Moves when a flight has filled the layers or a value was set or removed through this store.
+    /// A caller whose read missed and who sees no movement since knows the layers are unchanged, so
+    /// its flight need not read them again; a flight that sees its key change does not write back.
+    private let changes = ChangeTracker<Key>()
 
     /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
     /// - Parameters:
@@ -38,9 +37,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
 
     /// Returns the value for `key` from the first layer that has it, or from the fetcher.
     ///
-    /// On a full miss one flight per key starts: it reads the layers again when another flight has
-    /// finished since this caller's read (that flight may have filled them), calls the fetcher, writes the value to every layer and hands it to every
-    /// waiter. A failure reaches every waiter and is not cached. Cancelling one waiter ends only that
+    /// On a full miss one flight per key starts: it reads the layers again when anything may have
+    /// filled them since this caller's read (another flight, or a write through this store), calls
+    /// the fetcher, writes the value to every layer and hands it to every
+    /// waiter (the write is skipped when the key was set or removed through this store meanwhile,
+    /// or every waiter has gone). A failure reaches every waiter and is not cached. Cancelling one waiter ends only that
     /// waiter's call, with `CancellationError`; when every waiter has been cancelled the fetcher call
     /// is cancelled too. Every call returns or throws exactly once.
     ///
@@ -51,7 +52,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// - Throws: The fetcher's error, or `CancellationError`.
     public func fetch(_ key: Key) async throws -> Value {
         try Task.checkCancellation()
-        let generation = completedFlights.load(ordering: .acquiring)
+        let generation = changes.totalMark
         if let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
@@ -72,6 +73,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     ///   - key: The key to store it under.
     /// - Throws: What the layers throw.
     public func setValue(_ value: Value, forKey key: Key) async throws {
+        changes.recordChange(to: key)
         try await base.setValue(value, forKey: key)
     }
 
@@ -79,12 +81,14 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// - Parameter key: The key to remove.
     /// - Throws: What the layers throw.
     public func removeValue(forKey key: Key) async throws {
+        changes.recordChange(to: key)
         try await base.removeValue(forKey: key)
     }
 
     /// Empties the layers.
     /// - Throws: What the layers throw.
     public func removeAll() async throws {
+        changes.recordChangeToEveryKey()
         try await base.removeAll()
     }
 
@@ -192,7 +196,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         } catch {
             result = .failure(error)
         }
-        completedFlights.add(1, ordering: .releasing)
+        changes.recordFill()
         let waiters = flights.withLock { table -> [CheckedContinuation<Value, any Error>] in
             guard table.flights[key]?.id == id, let flight = table.flights.removeValue(forKey: key) else {
                 return []
@@ -205,7 +209,8 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     }
 
     private func produce(_ key: Key, readAt generation: UInt64) async throws -> Value {
-        if completedFlights.load(ordering: .acquiring) != generation,
+        let keyMark = changes.mark(for: key)
+        if changes.totalMark != generation,
            let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
@@ -221,6 +226,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
             throw error
         }
+        guard !Task.isCancelled, changes.mark(for: key) == keyMark else { return value }
         do {
             try await base.setValue(value, forKey: key)
         } catch {

@@ -146,7 +146,8 @@ public struct StoreConformanceSuite<S: Store>: Sendable where S.Value: Equatable
         }
     }
 
-    /// Each task owns a range of keys and checks that every read returns its own last write, while
+    /// Each task owns a range of keys and checks that every read returns its own last write (or
+    /// nothing after its own removal), choosing reads, writes and removals at random from a seed;
     /// all tasks also write one shared key, whose reads must return a value some task wrote.
     private func checkConcurrentAccess(_ store: S) async throws {
         let tasks = concurrentTasks
@@ -157,25 +158,26 @@ public struct StoreConformanceSuite<S: Store>: Sendable where S.Value: Equatable
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<tasks {
                 group.addTask { [self] in
+                    var random = SeededRandomNumberGenerator(seed: UInt64(task))
                     var last: [Int: Int?] = [:]
                     for op in 0..<operations {
-                        let keyIndex = 10_000 + task * keysPerTask + op % keysPerTask
-                        switch (op / keysPerTask + task) % 4 {
-                        case 0, 1:
+                        let keyIndex = 10_000 + task * keysPerTask + Int(random.next() % UInt64(keysPerTask))
+                        switch random.next() % 8 {
+                        case 0..<3:
                             let valueIndex = 100_000 + task * operations + op
                             try await store.setValue(makeValue(valueIndex), forKey: makeKey(keyIndex))
                             last[keyIndex] = valueIndex
-                        case 2:
+                        case 3..<6:
                             try await expectValue(last[keyIndex] ?? nil, in: store, for: keyIndex)
-                        default:
+                        case 6:
                             try await store.removeValue(forKey: makeKey(keyIndex))
                             last[keyIndex] = .some(nil)
-                        }
-                        if op % 16 == 0 {
-                            try await store.setValue(sharedValues[task], forKey: sharedKey)
-                        } else if op % 16 == 8, let shared = try await store.value(forKey: sharedKey),
-                                  !sharedValues.contains(shared) {
-                            throw ConformanceFailure.Mismatch("the shared key read \(describe(shared)), which no task wrote")
+                        default:
+                            if random.next() % 2 == 0 {
+                                try await store.setValue(sharedValues[task], forKey: sharedKey)
+                            } else if let shared = try await store.value(forKey: sharedKey), !sharedValues.contains(shared) {
+                                throw ConformanceFailure.Mismatch("the shared key read \(describe(shared)), which no task wrote")
+                            }
                         }
                     }
                 }

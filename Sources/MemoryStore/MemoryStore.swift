@@ -4,9 +4,9 @@ public import HanekeProtocols
 /// An in-memory least-recently-used store with count and cost limits and an optional time to live.
 ///
 /// Reads make an entry the most recently used; when a write takes the store over a limit, the least
-/// recently used entries are evicted. Every operation is O(1) and thread-safe. Synchronous methods
-/// sit beside the async ``Store`` ones under the same names: synchronous code calls them directly,
-/// async code awaits the ``Store`` ones (which do the same work and never actually throw or suspend).
+/// recently used entries are evicted. Every operation is O(1) and thread-safe. The methods are
+/// synchronous and never throw; they also satisfy the async ``Store`` requirements, so a
+/// `MemoryStore` is called directly from any code and still composes into chains.
 ///
 /// Linux sends no memory warnings; a server that must shed memory calls ``trim(toCost:)`` or
 /// ``removeAll()`` itself.
@@ -105,7 +105,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - key: The key to store it under.
     /// - Complexity: O(1) amortised, plus O(1) per evicted entry.
     public func setValue(_ value: Value, forKey key: Key) {
-        let valueCost = cost(value)
+        let valueCost = max(0, cost(value))
         let expiry = configuration.timeToLive.map { currentTime() + $0.timeInterval } ?? .infinity
         let limits = configuration
         state.withLock { state in
@@ -194,35 +194,9 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
 
     // MARK: - Store
 
-    /// Returns the value for `key`; see the synchronous ``value(forKey:)-sync``.
-    /// - Parameter key: The key to look up.
-    /// - Returns: The value, or `nil`.
-    public func value(forKey key: Key) async throws -> Value? {
-        let read: (Key) -> Value? = value(forKey:)
-        return read(key)
-    }
-
-    /// Stores `value` for `key`; see the synchronous ``setValue(_:forKey:)-sync``.
-    /// - Parameters:
-    ///   - value: The value to store.
-    ///   - key: The key to store it under.
-    public func setValue(_ value: Value, forKey key: Key) async throws {
-        let write: (Value, Key) -> Void = setValue(_:forKey:)
-        write(value, key)
-    }
-
-    /// Removes the value for `key`.
-    /// - Parameter key: The key to remove.
-    public func removeValue(forKey key: Key) async throws {
-        let remove: (Key) -> Void = removeValue(forKey:)
-        remove(key)
-    }
-
-    /// Removes every entry.
-    public func removeAll() async throws {
-        let clear: () -> Void = removeAll
-        clear()
-    }
+    // The synchronous methods above are the `Store` methods too: a synchronous function satisfies an
+    // `async throws` requirement, and an O(1) in-memory operation has no reason to suspend. So
+    // `memory.value(forKey:)` needs neither `try` nor `await`, in synchronous and async code alike.
 
     /// One layer, named ``name``.
     public var layerStatistics: [LayerStatistics] {
@@ -237,10 +211,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
 
     private static func evict(_ entries: inout LRUList<Key, Value>, toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
         var evicted = 0
-        while let countLimit, entries.count > countLimit, entries.removeLeastRecentlyUsed() {
+        while let countLimit, entries.count > countLimit, entries.removeLeastRecentlyUsed() != nil {
             evicted += 1
         }
-        while let costLimit, entries.totalCost > costLimit, entries.removeLeastRecentlyUsed() {
+        while let costLimit, entries.totalCost > costLimit, entries.removeLeastRecentlyUsed() != nil {
             evicted += 1
         }
         return evicted

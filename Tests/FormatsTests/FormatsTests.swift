@@ -67,9 +67,10 @@ struct FormatsTests {
         #expect(String(decoding: try json.asData(), as: UTF8.self) == #"{"a":2,"b":1,"c":{"y":1,"z":0}}"#)
     }
 
-    @Test(arguments: ["", "{", "[1 2]", "{'a':1}", "nul", "\u{FF}", "{\"a\":}"])
-    func malformedJSONIsADecodingError(text: String) {
-        let error = #expect(throws: StoreError.self) { try JSON.convertFromData(Data(text.utf8)) }
+    @Test(arguments: [Data(), Data("{".utf8), Data("[1 2]".utf8), Data("{'a':1}".utf8), Data("nul".utf8),
+                      Data([0xFF, 0xFE]), Data("{\"a\":}".utf8), Data([0x22, 0xC3, 0x22])])
+    func malformedJSONIsADecodingError(bytes: Data) {
+        let error = #expect(throws: StoreError.self) { try JSON.convertFromData(bytes) }
         #expect(error?.code == .decoding)
         #expect(error?.message.contains("JSON") == true)
     }
@@ -118,6 +119,20 @@ struct FormatsTests {
         let error = #expect(throws: StoreError.self) { try PropertyListCodec<Article>().decode(bytes) }
         #expect(error?.code == .decoding)
         #expect(error?.message.contains("Article") == true)
+    }
+
+    @Test func thePropertyListCodecTakesScalarsToo() throws {
+        #expect(try PropertyListCodec<Int>().decode(PropertyListCodec<Int>().encode(42)) == 42)
+        #expect(try PropertyListCodec<String>().decode(PropertyListCodec<String>().encode("ü")) == "ü")
+        let date = Date(timeIntervalSince1970: 1_234.5)
+        #expect(try PropertyListCodec<Date>().decode(PropertyListCodec<Date>().encode(date)) == date)
+        #expect(try PropertyListCodec<[Int]>().decode(PropertyListCodec<[Int]>().encode([1, 2])) == [1, 2])
+    }
+
+    @Test func theJSONCodecTakesScalarsToo() throws {
+        #expect(try JSONCodec<Int>().decode(JSONCodec<Int>().encode(42)) == 42)
+        #expect(try JSONCodec<String>().decode(JSONCodec<String>().encode("ü")) == "ü")
+        #expect(try JSON.convertFromData(Data("7".utf8)) == 7)
     }
 
     @Test func aJSONArticleIsNotAPropertyList() throws {

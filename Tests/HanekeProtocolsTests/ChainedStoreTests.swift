@@ -10,7 +10,7 @@ struct ChainedStoreTests {
     @Test func aHitInTheTopLayerDoesNotReachTheBottom() async throws {
         let top = MemoryStore<String, String>(name: "top")
         let bottom = RecordingStore(wrapping: MemoryStore<String, String>(name: "bottom"))
-        try await top.setValue("hot", forKey: "k")
+        top.setValue("hot", forKey: "k")
         let chain = top.chained(to: bottom)
 
         #expect(try await chain.value(forKey: "k") == "hot")
@@ -20,12 +20,12 @@ struct ChainedStoreTests {
     @Test func aHitInTheBottomLayerIsPromotedIntoTheTop() async throws {
         let top = RecordingStore(wrapping: MemoryStore<String, String>(name: "top"))
         let bottom = MemoryStore<String, String>(name: "bottom")
-        try await bottom.setValue("warm", forKey: "k")
+        bottom.setValue("warm", forKey: "k")
         let chain = top.chained(to: bottom)
 
         #expect(try await chain.value(forKey: "k") == "warm")
         #expect(top.calls == [.value("k"), .setValue("warm", "k")])
-        #expect(try await top.base.value(forKey: "k") == "warm")
+        #expect(top.base.value(forKey: "k") == "warm")
 
         top.resetCalls()
         #expect(try await chain.value(forKey: "k") == "warm")
@@ -48,7 +48,7 @@ struct ChainedStoreTests {
 
         try await chain.setValue("v", forKey: "k")
         #expect(order.withLock { $0 } == ["top", "middle", "bottom"])
-        for layer in [top, middle, bottom] { #expect(try await layer.memory.value(forKey: "k") == "v") }
+        for layer in [top, middle, bottom] { #expect(layer.memory.value(forKey: "k") == "v") }
     }
 
     @Test func removalsReachEveryLayer() async throws {
@@ -59,9 +59,9 @@ struct ChainedStoreTests {
         try await chain.setValue("w", forKey: "other")
 
         try await chain.removeValue(forKey: "k")
-        #expect(try await top.value(forKey: "k") == nil)
-        #expect(try await bottom.value(forKey: "k") == nil)
-        #expect(try await bottom.value(forKey: "other") == "w")
+        #expect(top.value(forKey: "k") == nil)
+        #expect(bottom.value(forKey: "k") == nil)
+        #expect(bottom.value(forKey: "other") == "w")
 
         try await chain.removeAll()
         #expect(top.count == 0)
@@ -71,7 +71,7 @@ struct ChainedStoreTests {
     @Test func aLayerThatThrowsOnReadIsCountedAndTreatedAsAMiss() async throws {
         let broken = FailingStore(wrapping: MemoryStore<String, String>(), failing: .read, name: "broken")
         let bottom = MemoryStore<String, String>(name: "bottom")
-        try await bottom.setValue("from bottom", forKey: "k")
+        bottom.setValue("from bottom", forKey: "k")
         let chain = broken.chained(to: bottom)
 
         #expect(try await chain.value(forKey: "k") == "from bottom")
@@ -105,7 +105,7 @@ struct ChainedStoreTests {
 
         let error = await #expect(throws: StoreError.self) { try await chain.setValue("v", forKey: "k") }
         #expect(error?.code == .io)
-        #expect(try await bottom.value(forKey: "k") == "v")
+        #expect(bottom.value(forKey: "k") == "v")
     }
 
     @Test func theFirstOfSeveralWriteErrorsIsReported() async throws {
@@ -121,19 +121,50 @@ struct ChainedStoreTests {
     @Test func aFailedPromotionStillReturnsTheValue() async throws {
         let top = FailingStore(wrapping: MemoryStore<String, String>(), failing: .write)
         let bottom = MemoryStore<String, String>()
-        try await bottom.setValue("v", forKey: "k")
+        bottom.setValue("v", forKey: "k")
         #expect(try await top.chained(to: bottom).value(forKey: "k") == "v")
     }
 
     @Test func bytesThatDoNotDecodeAreAMissAndAreRemoved() async throws {
         let top = MemoryStore<String, Int>()
         let bytes = MemoryStore<String, Data>(name: "bytes")
-        try await bytes.setValue(Data("not json".utf8), forKey: "k")
+        bytes.setValue(Data("not json".utf8), forKey: "k")
         let chain = top.chained(to: bytes.coded(with: JSONCodec<Int>()))
 
         #expect(try await chain.value(forKey: "k") == nil)
-        #expect(try await bytes.value(forKey: "k") == nil)
+        #expect(bytes.value(forKey: "k") == nil)
         #expect(chain.layerStatistics.last?.statistics.errors == 1)
+    }
+
+    @Test func aPromotionDoesNotBringBackAValueRemovedMeanwhile() async throws {
+        let top = MemoryStore<String, String>()
+        let bottom = GatedStore<String>()
+        try await bottom.setValue("old", forKey: "k")
+        let chain = top.chained(to: bottom)
+
+        let read = Task { try await chain.value(forKey: "k") }
+        try await waitUntil { bottom.isHoldingARead }
+        try await chain.removeValue(forKey: "k")
+        bottom.open()
+
+        #expect(try await read.value == "old")          // the read began before the removal
+        #expect(top.value(forKey: "k") == nil)           // but "old" was not promoted after it
+        #expect(try await chain.value(forKey: "k") == nil)
+    }
+
+    @Test func aPromotionDoesNotHideAValueWrittenMeanwhile() async throws {
+        let top = MemoryStore<String, String>()
+        let bottom = GatedStore<String>()
+        try await bottom.setValue("old", forKey: "k")
+        let chain = top.chained(to: bottom)
+
+        let read = Task { try await chain.value(forKey: "k") }
+        try await waitUntil { bottom.isHoldingARead }
+        try await chain.setValue("new", forKey: "k")
+        bottom.open()
+
+        _ = try await read.value
+        #expect(try await chain.value(forKey: "k") == "new")
     }
 
     @Test func cancellationIsNotAMiss() async throws {
@@ -172,13 +203,13 @@ final class OrderStore: Store {
         self.order = order
     }
 
-    func value(forKey key: String) async throws -> String? { try await memory.value(forKey: key) }
+    func value(forKey key: String) async throws -> String? { memory.value(forKey: key) }
     func setValue(_ value: String, forKey key: String) async throws {
         order.withLock { $0.append(name) }
-        try await memory.setValue(value, forKey: key)
+        memory.setValue(value, forKey: key)
     }
-    func removeValue(forKey key: String) async throws { try await memory.removeValue(forKey: key) }
-    func removeAll() async throws { try await memory.removeAll() }
+    func removeValue(forKey key: String) async throws { memory.removeValue(forKey: key) }
+    func removeAll() async throws { memory.removeAll() }
 }
 
 /// A store whose reads are cancelled.

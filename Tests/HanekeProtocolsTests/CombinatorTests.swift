@@ -17,7 +17,7 @@ struct CombinatorTests {
         try await users.setValue(User(id: 1, name: "Ada"), forKey: "1")
 
         #expect(try await users.value(forKey: "1") == User(id: 1, name: "Ada"))
-        #expect(try await bytes.value(forKey: "1") == Data(#"{"id":1,"name":"Ada"}"#.utf8))
+        #expect(bytes.value(forKey: "1") == Data(#"{"id":1,"name":"Ada"}"#.utf8))
     }
 
     @Test func codedWithUsesTheGivenCodec() async throws {
@@ -26,12 +26,12 @@ struct CombinatorTests {
         try await users.setValue(User(id: 2, name: "Grace"), forKey: "2")
 
         #expect(try await users.value(forKey: "2") == User(id: 2, name: "Grace"))
-        #expect(try await bytes.value(forKey: "2")?.starts(with: Data("bplist00".utf8)) == true)
+        #expect(bytes.value(forKey: "2")?.starts(with: Data("bplist00".utf8)) == true)
     }
 
     @Test func undecodableBytesThrowADecodingErrorNamingTheKeyAndType() async throws {
         let bytes = MemoryStore<String, Data>()
-        try await bytes.setValue(Data(#"{"id":"one"}"#.utf8), forKey: "user-1")
+        bytes.setValue(Data(#"{"id":"one"}"#.utf8), forKey: "user-1")
         let users = bytes.coded(as: User.self)
 
         let error = await #expect(throws: StoreError.self) { try await users.value(forKey: "user-1") }
@@ -70,7 +70,7 @@ struct CombinatorTests {
         let memory = MemoryStore<String, String>(name: "inner")
         let erased = memory.eraseToAnyStore()
         try await erased.setValue("v", forKey: "k")
-        #expect(try await memory.value(forKey: "k") == "v")
+        #expect(memory.value(forKey: "k") == "v")
         #expect(erased.layerStatistics.map(\.name) == ["inner"])
         #expect(erased.eraseToAnyStore().layerStatistics.map(\.name) == ["inner"])
     }
@@ -123,8 +123,8 @@ struct CombinatorTests {
 /// A minimal store of your own, which counts nothing.
 final class PlainStore: Store {
     private let memory = MemoryStore<String, String>()
-    func value(forKey key: String) async throws -> String? { try await memory.value(forKey: key) }
-    func setValue(_ value: String, forKey key: String) async throws { try await memory.setValue(value, forKey: key) }
-    func removeValue(forKey key: String) async throws { try await memory.removeValue(forKey: key) }
-    func removeAll() async throws { try await memory.removeAll() }
+    func value(forKey key: String) async throws -> String? { memory.value(forKey: key) }
+    func setValue(_ value: String, forKey key: String) async throws { memory.setValue(value, forKey: key) }
+    func removeValue(forKey key: String) async throws { memory.removeValue(forKey: key) }
+    func removeAll() async throws { memory.removeAll() }
 }

@@ -2,7 +2,8 @@ import HanekeProtocols
 import Testing
 
 /// A fetcher whose calls wait until the test releases them, recording every call and every
-/// cancellation. Waiting is done with continuations, never by sleeping.
+/// cancellation. Waiting is done with continuations, never by sleeping. Tests use it for one flight
+/// at a time: cancelling a call cancels every pending one.
 final class ControlledFetcher<Value: Sendable>: Fetcher {
     typealias Key = String
 
@@ -10,6 +11,9 @@ final class ControlledFetcher<Value: Sendable>: Fetcher {
         var calls: [String] = []
         var cancellations = 0
         var pending: [CheckedContinuation<Value, any Error>] = []
+        /// Once released, later calls get this result at once: a test that expects one call then
+        /// fails on the count instead of hanging.
+        var released: Result<Value, any Error>?
         var callWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var cancellationWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
@@ -22,12 +26,13 @@ final class ControlledFetcher<Value: Sendable>: Fetcher {
     func fetch(_ key: String) async throws -> Value {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
-                let watchers = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                let (watchers, released) = state.withLock { state in
                     state.calls.append(key)
-                    state.pending.append(continuation)
-                    return Self.take(&state.callWatchers, reached: state.calls.count)
+                    if state.released == nil { state.pending.append(continuation) }
+                    return (Self.take(&state.callWatchers, reached: state.calls.count), state.released)
                 }
                 watchers.forEach { $0.resume() }
+                if let released { continuation.resume(with: released) }
             }
         } onCancel: {
             let (cancelled, watchers) = state.withLock { state -> ([CheckedContinuation<Value, any Error>], [CheckedContinuation<Void, Never>]) in
@@ -41,9 +46,10 @@ final class ControlledFetcher<Value: Sendable>: Fetcher {
         }
     }
 
-    /// Completes every call waiting now with `result`.
+    /// Completes every call waiting now with `result`, and every later call too.
     func release(with result: Result<Value, any Error>) {
         let pending = state.withLock { state in
+            state.released = result
             defer { state.pending.removeAll() }
             return state.pending
         }
@@ -84,7 +90,7 @@ final class ControlledFetcher<Value: Sendable>: Fetcher {
     }
 }
 
-/// A fetcher that answers at once and counts its calls.
+/// A fetcher that answers after a few yields (so cancellations can overlap it) and counts its calls.
 final class CountingFetcher: Fetcher {
     private let counter = Locked(0)
     private let make: @Sendable (String) throws -> String
@@ -97,6 +103,7 @@ final class CountingFetcher: Fetcher {
 
     func fetch(_ key: String) async throws -> String {
         counter.withLock { $0 += 1 }
+        for _ in 0..<3 { await Task.yield() }
         return try make(key)
     }
 }

@@ -5,6 +5,7 @@ import HanekeTesting
 import MemoryStore
 import Testing
 
+@Suite(.timeLimit(.minutes(1)))
 struct FetchingStoreTests {
     @Test func aFullMissAsksTheFetcherAndFillsEveryLayer() async throws {
         let top = MemoryStore<String, String>()
@@ -13,8 +14,8 @@ struct FetchingStoreTests {
         let store = top.chained(to: bottom).fetching(from: fetcher)
 
         #expect(try await store.fetch("k") == "fetched:k")
-        #expect(try await top.value(forKey: "k") == "fetched:k")
-        #expect(try await bottom.value(forKey: "k") == "fetched:k")
+        #expect(top.value(forKey: "k") == "fetched:k")
+        #expect(bottom.value(forKey: "k") == "fetched:k")
         #expect(try await store.fetch("k") == "fetched:k")
         #expect(fetcher.calls == 1)
         #expect(store.layerStatistics.map(\.name) == ["memory", "memory", "fetcher"])
@@ -28,7 +29,7 @@ struct FetchingStoreTests {
         try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<1_000 { group.addTask { try await store.fetch("k") } }
             await fetcher.waitForCalls(1)
-            // Every waiter either joined the flight or will find the value in memory.
+            try await waitUntil { store.waiterCount(for: "k") == 1_000 }
             fetcher.release(with: .success("v"))
             var results = 0
             for try await value in group {
@@ -86,10 +87,9 @@ struct FetchingStoreTests {
         }
 
         // Not cached: the next fetch asks again and can succeed.
-        async let again = store.fetch("k")
-        await fetcher.waitForCalls(2)
         fetcher.release(with: .success("found"))
-        #expect(try await again == "found")
+        #expect(try await store.fetch("k") == "found")
+        #expect(fetcher.calls.count == 2)
         #expect(store.layerStatistics.last?.statistics.errors == 1)
     }
 
@@ -135,35 +135,95 @@ struct FetchingStoreTests {
         #expect(try await fresh == "v")
     }
 
-    @Test func everyFetchCompletesExactlyOnceUnderRandomCancellation() async throws {
-        let fetcher = CountingFetcher()
-        let store = MemoryStore<String, String>(countLimit: 4).fetching(from: fetcher)
-        let completions = Locked(0)
-        var generator = SystemRandomNumberGenerator()
+    @Test(arguments: 0..<5)
+    func everyFetchCompletesExactlyOnceUnderRandomCancellation(seed: Int) async throws {
+        let fetcher = CountingFetcher { key in
+            if key.hasSuffix("3") { throw StoreError(.notFound, "no \(key)") }
+            return "fetched:\(key)"
+        }
+        let store = MemoryStore<String, String>(countLimit: 2).fetching(from: fetcher)
+        var random = SeededRandomNumberGenerator(seed: UInt64(seed))
 
-        var tasks: [Task<Void, Never>] = []
+        var tasks: [Task<Result<String, any Error>, Never>] = []
         for i in 0..<2_000 {
-            let task = Task {
-                do { _ = try await store.fetch("key-\(i % 37)") } catch {}
-                completions.withLock { $0 += 1 }
+            let key = "key-\(i % 7)"
+            let task = Task { () -> Result<String, any Error> in
+                do { return .success(try await store.fetch(key)) } catch { return .failure(error) }
             }
             tasks.append(task)
-            if Bool.random(using: &generator) { task.cancel() }
+            if random.next() % 3 == 0 {
+                if random.next() % 2 == 0 { await Task.yield() }
+                task.cancel()
+            }
         }
-        for task in tasks { await task.value }
-        #expect(completions.withLock { $0 } == 2_000)
+        var wrong = 0
+        for (i, task) in tasks.enumerated() {
+            switch await task.value {
+            case .success(let value):
+                if value != "fetched:key-\(i % 7)" { wrong += 1 }
+            case .failure(let error):
+                let expected = error is CancellationError || (error as? StoreError)?.code == .notFound
+                if !expected { wrong += 1 }
+            }
+        }
+        #expect(wrong == 0)
         #expect(store.flightsInProgress == 0)
+    }
+
+    @Test func cancellingTheWaiterThatStartedTheFlightLeavesTheOthersRunning() async throws {
+        let fetcher = ControlledFetcher<String>()
+        let store = MemoryStore<String, String>().fetching(from: fetcher)
+
+        let starter = Task { try await store.fetch("k") }
+        await fetcher.waitForCalls(1)
+        let other = Task { try await store.fetch("k") }
+        try await waitUntil { store.waiterCount(for: "k") == 2 }
+
+        starter.cancel()
+        await #expect(throws: CancellationError.self) { try await starter.value }
+        #expect(fetcher.cancellations == 0)
+        fetcher.release(with: .success("v"))
+        #expect(try await other.value == "v")
+        #expect(fetcher.calls.count == 1)
+    }
+
+    @Test func aValueSetDuringAFetchIsNotOverwrittenByTheFetchedValue() async throws {
+        let layer = MemoryStore<String, String>()
+        let fetcher = ControlledFetcher<String>()
+        let store = layer.fetching(from: fetcher)
+
+        let fetch = Task { try await store.fetch("k") }
+        await fetcher.waitForCalls(1)
+        try await store.setValue("set by the user", forKey: "k")
+        fetcher.release(with: .success("fetched"))
+
+        #expect(try await fetch.value == "fetched")
+        #expect(layer.value(forKey: "k") == "set by the user")
+    }
+
+    @Test func aValueSetBeforeTheFlightStartsIsFoundByItsRecheck() async throws {
+        let gate = GatedStore<String>()
+        let fetcher = CountingFetcher()
+        let store = gate.fetching(from: fetcher)
+
+        let fetch = Task { try await store.fetch("k") }
+        try await waitUntil { gate.isHoldingARead }
+        try await store.setValue("set by the user", forKey: "k")   // lands after the fetch's first read
+        gate.open()
+
+        #expect(try await fetch.value == "set by the user")
+        #expect(fetcher.calls == 0)
     }
 
     @Test func bytesThatDoNotDecodeAreRemovedAndTheFetcherIsAsked() async throws {
         let bytes = MemoryStore<String, Data>()
-        try await bytes.setValue(Data([0xFF, 0xFE]), forKey: "k")   // not UTF-8
+        bytes.setValue(Data([0xFF, 0xFE]), forKey: "k")   // not UTF-8
         let fetcher = CountingFetcher()
         let store = bytes.coded(as: String.self).fetching(from: fetcher)
 
         #expect(try await store.fetch("k") == "fetched:k")
         #expect(fetcher.calls == 1)
-        #expect(try await bytes.value(forKey: "k") == Data("fetched:k".utf8))
+        #expect(bytes.value(forKey: "k") == Data("fetched:k".utf8))
         #expect(store.layerStatistics[0].statistics.errors == 1)
     }
 

@@ -106,7 +106,7 @@ final class BrokenStore: Store {
     init(flaw: Flaw) { self.flaw = flaw }
 
     func value(forKey key: String) async throws -> Data? {
-        let value = try await memory.value(forKey: flaw == .mixesUpKeys ? String(key.prefix(1)) : key)
+        let value = memory.value(forKey: flaw == .mixesUpKeys ? String(key.prefix(1)) : key)
         if value == nil, flaw == .throwsOnMissingKey { throw StoreError(.notFound, key) }
         if flaw == .racesUnderConcurrency, key.hasPrefix("key-1"), writes.withLock({ $0 }) > 50 {
             return Data("stale".utf8)
@@ -120,14 +120,14 @@ final class BrokenStore: Store {
         if flaw == .ignoresOverwrites, memory.containsValue(forKey: key) { return }
         if flaw == .forgetsBeyondTenKeys, memory.count >= 10 { return }
         if flaw == .losesEmptyValues, value.isEmpty { return }
-        try await memory.setValue(value, forKey: key)
+        memory.setValue(value, forKey: key)
     }
 
     func removeValue(forKey key: String) async throws {
-        if flaw != .removeDoesNothing { try await memory.removeValue(forKey: key) }
+        if flaw != .removeDoesNothing { memory.removeValue(forKey: key) }
     }
 
     func removeAll() async throws {
-        if flaw != .removeAllDoesNothing { try await memory.removeAll() }
+        if flaw != .removeAllDoesNothing { memory.removeAll() }
     }
 }

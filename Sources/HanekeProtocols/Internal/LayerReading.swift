@@ -11,6 +11,9 @@ extension Store {
             return try await value(forKey: key)
         } catch is CancellationError {
             throw CancellationError()
+        } catch where Task.isCancelled {
+            // A layer may report cancellation in its own words (a wrapped or network error).
+            throw CancellationError()
         } catch {
             logger.warning(
                 "A cache layer failed to read; treating it as a miss",

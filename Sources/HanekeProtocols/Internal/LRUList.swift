@@ -1,36 +1,56 @@
-/// The entries of a `MemoryStore`: a hash index into an array of nodes threaded on a doubly linked
-/// list, most recently used at the head. Every operation is O(1) (amortised for the dictionary);
+/// The recency index of `MemoryStore` and `FileStore`: a hash index into an array of nodes threaded on
+/// a doubly linked list, most recently used at the head. Every operation is O(1) (amortised for the dictionary);
 /// freed nodes are reused through a free list, so a steady-state store does not allocate per write.
 ///
-/// Not thread-safe: `MemoryStore` keeps it behind its lock. Methods report what they dropped so the
-/// store can count evictions.
-struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private struct Node: Sendable {
-        var key: Key?
-        var value: Value?
-        var cost: Int
+/// Not thread-safe: each store keeps it behind its lock. Methods report what they dropped so the
+/// store can count evictions (and, for files, delete them).
+///
+/// `@inlinable` throughout so that stores in other modules get code specialised for their key and
+/// value types: this is the hot path of every memory read.
+@frozen
+package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    @usableFromInline
+    struct Node: Sendable {
+        @usableFromInline var key: Key?
+        @usableFromInline var value: Value?
+        @usableFromInline var cost: Int
         /// Seconds since the reference date after which the entry is stale; `.infinity` for never.
-        var expiry: Double
-        var previous: Int32
-        var next: Int32
+        @usableFromInline var expiry: Double
+        @usableFromInline var previous: Int32
+        @usableFromInline var next: Int32
+
+        @inlinable
+        init(key: Key?, value: Value?, cost: Int, expiry: Double, previous: Int32, next: Int32) {
+            self.key = key
+            self.value = value
+            self.cost = cost
+            self.expiry = expiry
+            self.previous = previous
+            self.next = next
+        }
     }
 
-    private static var none: Int32 { -1 }
+    @inlinable static var none: Int32 { -1 }
 
-    private var index: [Key: Int32] = [:]
-    private var nodes: ContiguousArray<Node> = []
-    private var head: Int32 = Self.none
-    private var tail: Int32 = Self.none
-    private var freeHead: Int32 = Self.none
+    @usableFromInline var index: [Key: Int32] = [:]
+    @usableFromInline var nodes: ContiguousArray<Node> = []
+    @usableFromInline var head: Int32 = Self.none
+    @usableFromInline var tail: Int32 = Self.none
+    @usableFromInline var freeHead: Int32 = Self.none
 
     /// The number of entries.
-    private(set) var count = 0
+    @usableFromInline package internal(set) var count = 0
     /// The sum of the entries' costs.
-    private(set) var totalCost = 0
+    @usableFromInline package internal(set) var totalCost = 0
+
+    /// Creates an empty list.
+    @inlinable
+    package init() {}
 
     /// The value for `key` when it has not expired at `now`, made most recently used. An expired
     /// entry is removed and reported in `expired`.
-    mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
+    @inlinable
+    package mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
         guard let slot = index[key] else { return nil }
         let i = Int(slot)
         if nodes[i].expiry <= now {
@@ -44,13 +64,15 @@ struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Whether an unexpired entry exists, without changing the order.
-    func contains(_ key: Key, now: Double) -> Bool {
+    @inlinable
+    package func contains(_ key: Key, now: Double) -> Bool {
         guard let slot = index[key] else { return false }
         return nodes[Int(slot)].expiry > now
     }
 
     /// Stores `value` as the most recently used entry, replacing any entry for `key`.
-    mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
+    @inlinable
+    package mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
         if let slot = index[key] {
             let i = Int(slot)
             totalCost += cost - nodes[i].cost
@@ -78,26 +100,36 @@ struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Removes the entry for `key`; returns whether there was one.
-    @discardableResult
-    mutating func removeValue(forKey key: Key) -> Bool {
+    @inlinable @discardableResult
+    package mutating func removeValue(forKey key: Key) -> Bool {
         guard let slot = index[key] else { return false }
         unlink(slot)
         free(slot)
         return true
     }
 
-    /// Removes the least recently used entry; returns whether there was one.
-    @discardableResult
-    mutating func removeLeastRecentlyUsed() -> Bool {
-        guard tail != Self.none else { return false }
+    /// Removes the least recently used entry and returns its key and value, or `nil` when empty.
+    @inlinable @discardableResult
+    package mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
+        guard tail != Self.none else { return nil }
         let slot = tail
+        let node = nodes[Int(slot)]
         unlink(slot)
         free(slot)
-        return true
+        guard let key = node.key, let value = node.value else { return nil }
+        return (key, value)
+    }
+
+    /// The value for `key` without changing the order or checking expiry.
+    @inlinable
+    package func peekValue(forKey key: Key) -> Value? {
+        guard let slot = index[key] else { return nil }
+        return nodes[Int(slot)].value
     }
 
     /// Removes every entry whose expiry is at or before `now`; returns how many.
-    mutating func removeExpired(now: Double) -> Int {
+    @inlinable
+    package mutating func removeExpired(now: Double) -> Int {
         var removed = 0
         var slot = head
         while slot != Self.none {
@@ -113,12 +145,14 @@ struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Removes everything and releases the storage.
-    mutating func removeAll() {
+    @inlinable
+    package mutating func removeAll() {
         self = LRUList()
     }
 
     /// The keys from most to least recently used.
-    var keysByRecency: [Key] {
+    @inlinable
+    package var keysByRecency: [Key] {
         var keys: [Key] = []
         keys.reserveCapacity(count)
         var slot = head
@@ -132,7 +166,8 @@ struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: - Links
 
-    private mutating func linkAtHead(_ slot: Int32) {
+    @inlinable
+    mutating func linkAtHead(_ slot: Int32) {
         nodes[Int(slot)].previous = Self.none
         nodes[Int(slot)].next = head
         if head != Self.none { nodes[Int(head)].previous = slot }
@@ -140,21 +175,24 @@ struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if tail == Self.none { tail = slot }
     }
 
-    private mutating func unlink(_ slot: Int32) {
+    @inlinable
+    mutating func unlink(_ slot: Int32) {
         let previous = nodes[Int(slot)].previous
         let next = nodes[Int(slot)].next
         if previous != Self.none { nodes[Int(previous)].next = next } else { head = next }
         if next != Self.none { nodes[Int(next)].previous = previous } else { tail = previous }
     }
 
-    private mutating func moveToHead(_ slot: Int32) {
+    @inlinable
+    mutating func moveToHead(_ slot: Int32) {
         guard slot != head else { return }
         unlink(slot)
         linkAtHead(slot)
     }
 
     /// Returns an unlinked node to the free list, dropping its key and value.
-    private mutating func free(_ slot: Int32) {
+    @inlinable
+    mutating func free(_ slot: Int32) {
         let i = Int(slot)
         if let key = nodes[i].key { index.removeValue(forKey: key) }
         count -= 1
