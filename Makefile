@@ -6,7 +6,7 @@ SWIFT ?= swift
 # Debian packages the build and the tests need (later modules add theirs here).
 DEBIAN_PACKAGES :=
 
-.PHONY: all deps build test demo clean
+.PHONY: all deps build test demo bench bench-smoke clean
 
 all: build
 
@@ -23,5 +23,13 @@ test: deps
 demo: deps
 	$(SWIFT) run -c release QuickStart
 
+# Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the
+# table and writes bench-results.json; `make bench-smoke` runs every benchmark a few iterations.
+bench: deps
+	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --json ../bench-results.json
+
+bench-smoke: deps
+	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --smoke --json .build/bench-smoke.json
+
 clean:
-	rm -rf .build
+	rm -rf .build Benchmarks/.build

@@ -7,11 +7,13 @@ let package = Package(
     products: [
         .library(name: "HanekeProtocols", targets: ["HanekeProtocols"]),
         .library(name: "MemoryStore", targets: ["MemoryStore"]),
+        .library(name: "FileStore", targets: ["FileStore"]),
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // MARK: - Core
@@ -24,6 +26,14 @@ let package = Package(
         // MARK: - Backends
 
         .target(name: "MemoryStore", dependencies: ["HanekeProtocols"]),
+        .target(
+            name: "FileStore",
+            dependencies: [
+                "HanekeProtocols",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         // MARK: - Values
 
@@ -52,8 +62,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting"]),
+        .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
-        .testTarget(name: "HanekeTestingTests", dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats"]),
+        .testTarget(name: "HanekeTestingTests", dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore"]),
     ]
 )
 

@@ -1,6 +1,6 @@
 import Foundation
 import Formats
-import HanekeProtocols
+@_spi(HanekeInternals) import HanekeProtocols
 import HanekeTesting
 import Logging
 import MemoryStore

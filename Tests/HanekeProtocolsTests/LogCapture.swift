@@ -1,4 +1,4 @@
-import HanekeProtocols
+@_spi(HanekeInternals) import HanekeProtocols
 import Logging
 
 /// A swift-log handler that keeps what is logged, for tests that check a failure was reported.

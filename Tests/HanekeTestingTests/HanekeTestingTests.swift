@@ -1,5 +1,5 @@
 import Foundation
-import HanekeProtocols
+@_spi(HanekeInternals) import HanekeProtocols
 import HanekeTesting
 import MemoryStore
 import Testing

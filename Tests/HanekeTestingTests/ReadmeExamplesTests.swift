@@ -1,5 +1,6 @@
 // The examples of README.md, verbatim, so that they keep compiling and working.
 
+import FileStore
 import Foundation
 import Formats
 import HanekeProtocols
@@ -30,15 +31,28 @@ struct ReadmeExamplesTests {
         #expect(greetings.layerStatistics.map(\.name) == ["hot", "warm", "fetcher"])
     }
 
+    @Test func aStackOnDisk() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path   // "/var/cache/greetings" in the README
+        let disk = try FileStore(directory: path, capacity: 200 << 20)
+        let greetingsOnDisk = MemoryStore<String, Greeting>(countLimit: 1_000)
+            .chained(to: disk.coded(as: Greeting.self))
+
+        try await greetingsOnDisk.setValue(Greeting(text: "Hi", language: "en"), forKey: "bob")
+        #expect(disk.keys() == ["bob"])
+    }
+
     @Test func myStoreBehavesLikeAStore() async throws {
         // Put your own store here; each check gets a new, empty one.
         try await StoreConformanceSuite { MemoryStore<String, Data>(countLimit: 10_000) }.run()
     }
 
-    @Test func testDoubles() {
+    @Test func testDoubles() throws {
         let disk = FailingStore(wrapping: MemoryStore<String, Data>(), failing: [.read])   // a broken disk
         let spy = RecordingStore(wrapping: MemoryStore<String, Data>())                      // logs every call
         let clock = TestClock()                                                              // TTL without sleeping
+        let scratch = try TemporaryStore { try FileStore(directory: $0.path) }             // files, removed after
+        #expect(scratch.base.count == 0)
         #expect(disk.failingOperations == [.read])
         #expect(spy.calls.isEmpty)
         #expect(clock.now() == clock.now())

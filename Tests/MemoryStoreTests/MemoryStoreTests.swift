@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import HanekeProtocols
+@_spi(HanekeInternals) import HanekeProtocols
 import HanekeTesting
 import MemoryStore
 import Testing

@@ -6,9 +6,9 @@
 /// store can count evictions (and, for files, delete them).
 ///
 /// `@inlinable` throughout so that stores in other modules get code specialised for their key and
-/// value types: this is the hot path of every memory read.
-@frozen
-package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+/// value types: this is the hot path of every memory read. Public only as SPI, like `Locked`.
+@_spi(HanekeInternals) @frozen
+public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline
     struct Node: Sendable {
         @usableFromInline var key: Key?
@@ -39,18 +39,20 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var freeHead: Int32 = Self.none
 
     /// The number of entries.
-    @usableFromInline package internal(set) var count = 0
+    public var count: Int { storedCount }
+    @usableFromInline var storedCount = 0
     /// The sum of the entries' costs.
-    @usableFromInline package internal(set) var totalCost = 0
+    public var totalCost: Int { storedTotalCost }
+    @usableFromInline var storedTotalCost = 0
 
     /// Creates an empty list.
     @inlinable
-    package init() {}
+    public init() {}
 
     /// The value for `key` when it has not expired at `now`, made most recently used. An expired
     /// entry is removed and reported in `expired`.
     @inlinable
-    package mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
+    public mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
         guard let slot = index[key] else { return nil }
         let i = Int(slot)
         if nodes[i].expiry <= now {
@@ -65,17 +67,17 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Whether an unexpired entry exists, without changing the order.
     @inlinable
-    package func contains(_ key: Key, now: Double) -> Bool {
+    public func contains(_ key: Key, now: Double) -> Bool {
         guard let slot = index[key] else { return false }
         return nodes[Int(slot)].expiry > now
     }
 
     /// Stores `value` as the most recently used entry, replacing any entry for `key`.
     @inlinable
-    package mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
+    public mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
         if let slot = index[key] {
             let i = Int(slot)
-            totalCost += cost - nodes[i].cost
+            storedTotalCost += cost - nodes[i].cost
             nodes[i].value = value
             nodes[i].cost = cost
             nodes[i].expiry = expiry
@@ -94,14 +96,14 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             nodes.append(node)
         }
         index[key] = slot
-        count += 1
-        totalCost += cost
+        storedCount += 1
+        storedTotalCost += cost
         linkAtHead(slot)
     }
 
     /// Removes the entry for `key`; returns whether there was one.
     @inlinable @discardableResult
-    package mutating func removeValue(forKey key: Key) -> Bool {
+    public mutating func removeValue(forKey key: Key) -> Bool {
         guard let slot = index[key] else { return false }
         unlink(slot)
         free(slot)
@@ -110,7 +112,7 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes the least recently used entry and returns its key and value, or `nil` when empty.
     @inlinable @discardableResult
-    package mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
+    public mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
         guard tail != Self.none else { return nil }
         let slot = tail
         let node = nodes[Int(slot)]
@@ -122,14 +124,14 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The value for `key` without changing the order or checking expiry.
     @inlinable
-    package func peekValue(forKey key: Key) -> Value? {
+    public func peekValue(forKey key: Key) -> Value? {
         guard let slot = index[key] else { return nil }
         return nodes[Int(slot)].value
     }
 
     /// Removes every entry whose expiry is at or before `now`; returns how many.
     @inlinable
-    package mutating func removeExpired(now: Double) -> Int {
+    public mutating func removeExpired(now: Double) -> Int {
         var removed = 0
         var slot = head
         while slot != Self.none {
@@ -146,13 +148,13 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes everything and releases the storage.
     @inlinable
-    package mutating func removeAll() {
+    public mutating func removeAll() {
         self = LRUList()
     }
 
     /// The keys from most to least recently used.
     @inlinable
-    package var keysByRecency: [Key] {
+    public var keysByRecency: [Key] {
         var keys: [Key] = []
         keys.reserveCapacity(count)
         var slot = head
@@ -195,8 +197,8 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     mutating func free(_ slot: Int32) {
         let i = Int(slot)
         if let key = nodes[i].key { index.removeValue(forKey: key) }
-        count -= 1
-        totalCost -= nodes[i].cost
+        storedCount -= 1
+        storedTotalCost -= nodes[i].cost
         nodes[i].key = nil
         nodes[i].value = nil
         nodes[i].cost = 0

@@ -1,23 +1,28 @@
 #if canImport(Glibc)
-package import Glibc
+public import Glibc
 #elseif canImport(Musl)
-package import Musl
+public import Musl
 #elseif canImport(Darwin)
-package import Darwin
+public import Darwin
 #endif
 
 /// A value guarded by a pthread mutex: the package's one lock abstraction (DESIGN §6).
+///
+/// Public only as SPI (`@_spi(HanekeInternals) import HanekeProtocols`), for the package's other
+/// modules: `@inlinable` bodies of `package` declarations are not inlined across modules by this
+/// compiler, and this lock is on every hot path.
 ///
 /// `Synchronization.Mutex` would be the natural choice, but ThreadSanitizer on Linux does not see its
 /// futex and reports false races (shared/TOOLCHAIN.md), which would make `make tsan` useless. A pthread
 /// mutex is understood by TSan and costs the same here.
 ///
-package final class Locked<Value> {
+@_spi(HanekeInternals)
+public final class Locked<Value> {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline var value: Value
 
     /// Creates a box holding `value`.
-    package init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -32,7 +37,7 @@ package final class Locked<Value> {
 
     /// Runs `body` with the lock held and returns its result. Never `await` or do I/O inside.
     @inlinable
-    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+// The benchmarks live in their own package so that the library's build gains no dependency and no
+// build time from them (swift-nio does the same). `make bench` builds and runs them in release mode.
+import Foundation
+import PackageDescription
+
+// A path dependency's identity is the name of its folder, which is whatever the checkout was
+// cloned as; read it from this manifest's location rather than assuming it.
+let hanekeIdentity = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()
+    .deletingLastPathComponent()
+    .lastPathComponent
+
+let package = Package(
+    name: "HanekeBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "HanekeBenchmarks",
+            dependencies: [
+                .product(name: "FileStore", package: hanekeIdentity),
+                .product(name: "MemoryStore", package: hanekeIdentity),
+                .product(name: "HanekeProtocols", package: hanekeIdentity),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+    ]
+)

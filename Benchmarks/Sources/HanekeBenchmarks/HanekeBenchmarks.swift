@@ -1,0 +1,35 @@
+import ArgumentParser
+import Foundation
+
+/// Runs every benchmark, prints one table, and writes the same figures as JSON.
+@main
+struct HanekeBenchmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "haneke-benchmarks",
+        abstract: "Measures every layer of Haneke against a baseline run in the same process, interleaved."
+    )
+
+    @Flag(help: "Run every benchmark for a few iterations only, to prove they still run.")
+    var smoke = false
+
+    @Option(help: "Where to write the figures as JSON.")
+    var json = "bench-results.json"
+
+    @Option(help: "Run only the workloads whose number is listed (comma-separated), e.g. 2,5.")
+    var only: String?
+
+    func run() async throws {
+        let scale = Scale(smoke: smoke)
+        let selected = only.map { Set($0.split(separator: ",").map(String.init)) }
+        var rows: [Row] = []
+        let suites: [(workloads: Set<String>, run: (Scale) async throws -> [Row])] = [
+            (["2", "5"], FileStoreBenchmarks.run),
+        ]
+        for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
+            rows += try await suite.run(scale).filter { selected?.contains($0.workload) ?? true }
+        }
+        print(Report.table(rows))
+        try Report.json(rows, smoke: smoke).write(to: URL(fileURLWithPath: json))
+        print("\nwrote \(json)")
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The baselines of the file benchmarks: the least a program must do with plain system calls.
+enum RawFiles {
+    /// Writes `bytes` to a new temporary file beside `path`, then renames it over `path`.
+    static func writeThenRename(_ bytes: UnsafeRawBufferPointer, to path: String, temporary: String) {
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        precondition(fd >= 0, "open \(temporary): \(errno)")
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            precondition(n > 0, "write: \(errno)")
+            done += n
+        }
+        close(fd)
+        precondition(rename(temporary, path) == 0, "rename: \(errno)")
+    }
+
+    /// Opens, reads `size` bytes into a new buffer, closes: what a reader must do to hand out a value.
+    static func read(_ path: String, size: Int) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        precondition(fd >= 0, "open \(path): \(errno)")
+        defer { close(fd) }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var done = 0
+            while done < size {
+                let n = Glibc.read(fd, buffer.baseAddress! + done, size - done)
+                if n <= 0 { break }
+                done += n
+            }
+            count = done
+        }
+    }
+
+    /// Lists every folder below `root` and `stat`s every file: what any start-up index must do.
+    static func listAndStat(_ root: String) -> (files: Int, bytes: Int) {
+        var files = 0
+        var bytes = 0
+        guard let directory = opendir(root) else { return (0, 0) }
+        defer { closedir(directory) }
+        let fd = dirfd(directory)
+        var folders: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                folders.append(root + "/" + name)
+            } else {
+                files += 1
+                bytes += Int(info.st_size)
+            }
+        }
+        for folder in folders {
+            let (f, b) = listAndStat(folder)
+            files += f
+            bytes += b
+        }
+        return (files, bytes)
+    }
+
+    static func makeDirectory(_ path: String) {
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    static func removeDirectory(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// A new, empty directory for one benchmark.
+    static func scratchDirectory(_ name: String) -> String {
+        let path = (ProcessInfo.processInfo.environment["HANEKE_BENCH_DIR"] ?? "/tmp") + "/haneke-bench-\(name)-\(UUID().uuidString.prefix(8))"
+        makeDirectory(path)
+        return path
+    }
+}

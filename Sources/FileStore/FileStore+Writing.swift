@@ -1,0 +1,151 @@
+import Foundation
+@_spi(HanekeInternals) import HanekeProtocols
+import Logging
+
+extension FileStore {
+    func writeValue(_ value: Data, forKey key: String) throws {
+        let keyLength = key.utf8.count
+        guard keyLength <= EntryHeader.maximumKeyLength else {
+            counter.recordError()
+            throw StoreError(.invalidKey, "A key of \(keyLength) bytes is longer than the FileStore limit of \(EntryHeader.maximumKeyLength) bytes")
+        }
+        let fileSize = EntryHeader.fixedSize + keyLength + value.count
+        if let capacity = configuration.capacity, fileSize > capacity {
+            counter.recordError()
+            throw StoreError(
+                .valueTooLarge,
+                "The value for key \(Logger.describe(key)) needs \(fileSize) bytes on disk, more than the whole capacity of \(capacity) bytes of \(directory)"
+            )
+        }
+        let digest = KeyDigest(key: key)
+        let created = now()
+        let expires = configuration.timeToLive.map { created + Self.milliseconds(in: $0) }
+        let header = EntryHeader.encode(key: key, created: created, expires: expires, payloadLength: value.count)
+        let shard = shardPath(for: digest)
+        let destination = path(for: digest)
+
+        var victims: [KeyDigest] = []
+        var attempt = 0
+        while true {
+            let temporary = shard + "/" + nextTemporaryName()
+            do {
+                try writeTemporaryFile(temporary, inShard: shard, header: header, value: value)
+                victims = try stripe(for: digest).withLock { _ throws in
+                    try POSIX.rename(temporary, destination)
+                    return state.withLock { state in
+                        state.entries.setValue(
+                            EntryRecord(size: fileSize, lastAccess: created),
+                            forKey: digest,
+                            cost: fileSize,
+                            expiry: .infinity
+                        )
+                        return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+                    }
+                }
+                break
+            } catch {
+                _ = try? POSIX.unlink(temporary)
+                // The shard folder vanished (removeAll, or deleted by hand) between the write and the
+                // rename: write again into a new folder, once.
+                if (error as? POSIX.Failure)?.isNotFound == true, attempt == 0 {
+                    attempt += 1
+                    continue
+                }
+                counter.recordError()
+                throw StoreError(.io, "Could not write the value for key \(Logger.describe(key)) to \(destination): \(error)", cause: error)
+            }
+        }
+        if configuration.durableWrites {
+            do {
+                try POSIX.synchronizeDirectory(shard)
+            } catch {
+                counter.recordError()
+                throw StoreError(.io, "Could not flush \(shard) to disk after writing key \(Logger.describe(key)): \(error)", cause: error)
+            }
+        }
+        counter.recordWrite()
+        journalAccess(digest, at: created)
+        removeEvicted(victims)
+    }
+
+    /// Writes header and payload into a new temporary file, creating the shard folder (and the
+    /// store's directory) if they are missing.
+    private func writeTemporaryFile(_ path: String, inShard shard: String, header: [UInt8], value: Data) throws {
+        let descriptor = try createTemporaryFile(path, inShard: shard)
+        do {
+            try header.withUnsafeBytes { headerBytes in
+                try value.withUnsafeBytes { valueBytes in
+                    try POSIX.writeAll(descriptor, headerBytes, valueBytes, path: path)
+                }
+            }
+            if configuration.durableWrites {
+                try POSIX.synchronize(descriptor, path: path)
+            }
+        } catch {
+            POSIX.close(descriptor)
+            _ = try? POSIX.unlink(path)
+            throw error
+        }
+        POSIX.close(descriptor)
+    }
+
+    private func createTemporaryFile(_ path: String, inShard shard: String) throws(POSIX.Failure) -> Int32 {
+        do {
+            return try POSIX.createExclusively(path)
+        } catch {
+            guard error.isNotFound else { throw error }
+        }
+        try POSIX.makeDirectories(shard)
+        return try POSIX.createExclusively(path)
+    }
+
+    func deleteValue(forKey key: String) throws {
+        let digest = KeyDigest(key: key)
+        let path = path(for: digest)
+        do {
+            try stripe(for: digest).withLock { _ throws in
+                try POSIX.unlink(path)
+                _ = state.withLock { $0.entries.removeValue(forKey: digest) }
+            }
+        } catch {
+            counter.recordError()
+            throw StoreError(.io, "Could not remove \(path) for key \(Logger.describe(key)): \(error)", cause: error)
+        }
+        counter.recordRemoval()
+        journalRecord(.init(kind: .removal, digest: digest, time: now()))
+    }
+
+    func deleteAll() throws {
+        var trash: [String] = []
+        do {
+            try withAllStripes {
+                state.withLock { $0.entries.removeAll() }
+                journal.discardPending()
+                for entry in try POSIX.list(directory) ?? [] where Self.isShardName(entry.name) {
+                    let destination = directory + "/.trash" + nextTemporaryName()
+                    try POSIX.rename(directory + "/" + entry.name, destination)
+                    trash.append(destination)
+                }
+                try journal.rewrite(with: [])
+            }
+            for folder in trash {
+                try POSIX.removeTree(folder)
+            }
+            try POSIX.makeDirectories(directory)
+        } catch {
+            counter.recordError()
+            throw StoreError(.io, "Could not remove every entry of \(directory): \(error)", cause: error)
+        }
+    }
+
+    static func milliseconds(in duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Whether `name` is a shard folder's: two upper-case hexadecimal digits.
+    static func isShardName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        return utf8.count == 2 && utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
+    }
+}

@@ -1,0 +1,36 @@
+public import Foundation
+
+/// A new, empty directory under the system's temporary folder, removed with everything in it when
+/// the value is released: real files for tests, never shared between tests.
+///
+/// ```swift
+/// let directory = try TemporaryDirectory()
+/// let disk = try FileStore(directory: directory.path)
+/// ```
+public final class TemporaryDirectory: Sendable {
+    /// The directory's absolute path.
+    public let path: String
+
+    /// Creates the directory.
+    /// - Parameter prefix: The start of its name; `"haneke-test"` by default.
+    /// - Throws: The error of `FileManager.createDirectory` when it cannot be created.
+    public init(prefix: String = "haneke-test") throws {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        path = base + "/" + prefix + "-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// The directory as a file URL.
+    public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
+
+    /// A path inside the directory.
+    /// - Parameter name: A relative path.
+    /// - Returns: `path + "/" + name`.
+    public func appending(_ name: String) -> String {
+        path + "/" + name
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

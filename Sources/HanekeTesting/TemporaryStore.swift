@@ -1,0 +1,63 @@
+public import HanekeProtocols
+
+/// A store that lives in a temporary directory of its own, removed when the store is released: a
+/// file-backed store for one test, or one conformance check.
+///
+/// ```swift
+/// try await StoreConformanceSuite {
+///     try TemporaryStore { directory in try FileStore(directory: directory.path) }
+/// }.run()
+/// ```
+public struct TemporaryStore<Base: Store>: Store {
+    /// The type of the keys.
+    public typealias Key = Base.Key
+    /// The type of the values.
+    public typealias Value = Base.Value
+
+    /// The store.
+    public let base: Base
+    /// The directory it lives in.
+    public let directory: TemporaryDirectory
+
+    /// Creates a directory and a store in it.
+    /// - Parameter makeStore: Makes the store in the given directory.
+    /// - Throws: What creating the directory or `makeStore` throws.
+    public init(_ makeStore: (TemporaryDirectory) throws -> Base) throws {
+        let directory = try TemporaryDirectory()
+        self.base = try makeStore(directory)
+        self.directory = directory
+    }
+
+    /// Reads from the store.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value, or `nil`.
+    /// - Throws: What the store throws.
+    public func value(forKey key: Key) async throws -> Value? {
+        try await base.value(forKey: key)
+    }
+
+    /// Writes to the store.
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: What the store throws.
+    public func setValue(_ value: Value, forKey key: Key) async throws {
+        try await base.setValue(value, forKey: key)
+    }
+
+    /// Removes from the store.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What the store throws.
+    public func removeValue(forKey key: Key) async throws {
+        try await base.removeValue(forKey: key)
+    }
+
+    /// Empties the store.
+    /// - Throws: What the store throws.
+    public func removeAll() async throws {
+        try await base.removeAll()
+    }
+
+    /// The store's layers.
+    public var layerStatistics: [LayerStatistics] { base.layerStatistics }
+}

@@ -1,0 +1,495 @@
+import Foundation
+import FileStore
+@_spi(HanekeInternals) import HanekeProtocols
+import HanekeTesting
+import MemoryStore
+import Testing
+
+@Suite(.timeLimit(.minutes(2)))
+struct FileStoreTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "filestore")
+    }
+
+    func open(
+        capacity: Int? = 100 << 20,
+        countLimit: Int? = nil,
+        timeToLive: Duration? = nil,
+        clock: any StoreClock = SystemClock(),
+        durableWrites: Bool = false
+    ) throws -> FileStore {
+        try FileStore(
+            directory: directory.path,
+            configuration: .init(capacity: capacity, countLimit: countLimit, timeToLive: timeToLive, clock: clock, durableWrites: durableWrites)
+        )
+    }
+
+    /// The size of an entry's file: the 40-byte header, the key, the value.
+    func fileSize(key: String, valueSize: Int) -> Int { 40 + key.utf8.count + valueSize }
+
+    // MARK: - Conformance
+
+    @Test func conformsToStore() async throws {
+        try await StoreConformanceSuite {
+            try TemporaryStore { try FileStore(directory: $0.path) }
+        }.run()
+    }
+
+    @Test func aMemoryStoreChainedToAFileStoreConforms() async throws {
+        try await StoreConformanceSuite {
+            MemoryStore<String, Data>(countLimit: 100)
+                .chained(to: try TemporaryStore { try FileStore(directory: $0.path) })
+        }.run()
+    }
+
+    @Test func durableWritesConform() async throws {
+        var suite = StoreConformanceSuite {
+            try TemporaryStore { try FileStore(directory: $0.path, configuration: .init(durableWrites: true)) }
+        }
+        suite.manyKeysCount = 50
+        suite.operationsPerTask = 40
+        try await suite.run()
+    }
+
+    // MARK: - Names
+
+    @Test(arguments: [
+        ("", "D41D8CD98F00B204E9800998ECF8427E"),
+        ("http://haneke.io", "E7BBF4E61BE4FE99E3DD95F99B666AA0"),
+        ("The quick brown fox jumps over the lazy dog", "9E107D9D372BB6826BD81D3542A419D6"),
+    ])
+    func aKeysPathIsTheShardThenTheUpperCaseMD5(key: String, md5: String) throws {
+        let store = try open()
+        let shard = String(md5.prefix(2))
+        #expect(store.path(forKey: key) == "\(directory.path)/\(shard)/\(md5)")
+        try store.setValue(Data("v".utf8), forKey: key)
+        #expect(FileManager.default.fileExists(atPath: "\(directory.path)/\(shard)/\(md5)"))
+    }
+
+    @Test func hostileKeysStayInsideTheDirectoryAndNeverCollide() throws {
+        let store = try open(capacity: nil)
+        let keys = [
+            "", ".", "..", "../../etc/passwd", "/absolute/path", "a/../../b", "nul\u{0}byte", "\u{0}",
+            "emoji 🙂🚀", "ключ", "\\\\server\\share", String(repeating: "x", count: 1 << 20), "%2e%2e%2f",
+            "CON", "a\nb", " ", "\u{FEFF}",
+        ]
+        for (i, key) in keys.enumerated() {
+            try store.setValue(Data("value \(i)".utf8), forKey: key)
+        }
+        for (i, key) in keys.enumerated() {
+            #expect(try store.value(forKey: key) == Data("value \(i)".utf8), "key #\(i)")
+        }
+        let paths = keys.map(store.path(forKey:))
+        #expect(Set(paths).count == keys.count)
+        for path in paths {
+            #expect(path.hasPrefix(directory.path + "/"))
+            #expect(!path.dropFirst(directory.path.count).contains(".."))
+        }
+        let files = try entryFiles()
+        #expect(files.count == keys.count)
+        #expect(Set(store.keys()) == Set(keys))
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/../etc/passwd.tmp"))
+    }
+
+    @Test func aKeyOver16MiBIsRefused() throws {
+        let store = try open(capacity: nil)
+        let error = #expect(throws: StoreError.self) {
+            try store.setValue(Data(), forKey: String(repeating: "k", count: (16 << 20) + 1))
+        }
+        #expect(error?.code == .invalidKey)
+    }
+
+    // MARK: - Sizes
+
+    @Test func sizesFollowSetOverwriteRemoveAndRemoveAll() throws {
+        let store = try open()
+        try store.setValue(Data(count: 1000), forKey: "a")
+        #expect(store.totalSize == fileSize(key: "a", valueSize: 1000))
+        #expect(store.count == 1)
+
+        try store.setValue(Data(count: 300), forKey: "a")   // the old size is subtracted
+        #expect(store.totalSize == fileSize(key: "a", valueSize: 300))
+
+        try store.setValue(Data(count: 50), forKey: "bb")
+        #expect(store.totalSize == fileSize(key: "a", valueSize: 300) + fileSize(key: "bb", valueSize: 50))
+        #expect(store.count == 2)
+
+        try store.removeValue(forKey: "a")
+        #expect(store.totalSize == fileSize(key: "bb", valueSize: 50))
+        #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "a")))
+
+        try store.removeAll()
+        #expect(store.totalSize == 0)
+        #expect(store.count == 0)
+        #expect(try entryFiles().isEmpty)
+        try store.setValue(Data(count: 7), forKey: "c")
+        #expect(try store.value(forKey: "c") == Data(count: 7))
+    }
+
+    @Test func aValueLargerThanTheCapacityIsRefusedAndNothingIsEvicted() throws {
+        let store = try open(capacity: 1000)
+        try store.setValue(Data(count: 100), forKey: "small")
+        let error = #expect(throws: StoreError.self) { try store.setValue(Data(count: 1000), forKey: "big") }
+        #expect(error?.code == .valueTooLarge)
+        #expect(error?.message.contains("big") == true)
+        #expect(try store.value(forKey: "small") == Data(count: 100))
+        #expect(try store.value(forKey: "big") == nil)
+        #expect(try entryFiles().count == 1)
+    }
+
+    @Test func emptyValuesAreStored() throws {
+        let store = try open()
+        try store.setValue(Data(), forKey: "empty")
+        #expect(try store.value(forKey: "empty") == Data())
+    }
+
+    @Test(arguments: [1, 4096, 65_536, 1 << 20, 5 << 20])
+    func valuesOfEverySizeRoundTrip(size: Int) throws {
+        let store = try open()
+        var random = SeededRandomNumberGenerator(seed: UInt64(size))
+        let value = Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &random) })
+        try store.setValue(value, forKey: "k")
+        #expect(try store.value(forKey: "k") == value)
+        // A second store knows nothing of the size and reads the file from its header.
+        #expect(try open().value(forKey: "k") == value)
+    }
+
+    // MARK: - LRU
+
+    @Test func theCapacityEvictsTheLeastRecentlyUsedOnWrite() throws {
+        let entry = fileSize(key: "a", valueSize: 100)
+        let store = try open(capacity: 3 * entry)
+        for key in ["a", "b", "c"] { try store.setValue(Data(count: 100), forKey: key) }
+        _ = try store.value(forKey: "a")                       // reading refreshes recency
+        try store.setValue(Data(count: 100), forKey: "d")     // b is the least recently used
+        #expect(store.keys() == ["d", "a", "c"])
+        #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "b")))
+        #expect(store.totalSize == 3 * entry)
+        #expect(store.statistics.evictions == 1)
+    }
+
+    @Test func aLargeWriteEvictsAsManyAsItNeeds() throws {
+        let store = try open(capacity: 1000)
+        for i in 0..<9 { try store.setValue(Data(count: 50), forKey: "k\(i)") }
+        try store.setValue(Data(count: 800), forKey: "big")
+        #expect(store.totalSize <= 1000)
+        #expect(store.keys().first == "big")
+        #expect(try entryFiles().count == store.count)
+    }
+
+    @Test func theCountLimitEvictsTheLeastRecentlyUsed() throws {
+        let store = try open(countLimit: 2)
+        for key in ["a", "b", "c"] { try store.setValue(Data([1]), forKey: key) }
+        #expect(store.keys() == ["c", "b"])
+        #expect(try entryFiles().count == 2)
+    }
+
+    @Test func theOrderSurvivesARestart() throws {
+        do {
+            let store = try open()
+            for key in ["a", "b", "c", "d"] { try store.setValue(Data([1]), forKey: key) }
+            _ = try store.value(forKey: "b")
+            _ = try store.value(forKey: "a")
+        }
+        let reopened = try open()
+        #expect(reopened.keys() == ["a", "b", "d", "c"])
+        #expect(reopened.count == 4)
+        #expect(reopened.totalSize == 4 * fileSize(key: "a", valueSize: 1))
+    }
+
+    @Test func theOrderSurvivesAnExplicitFlushWithoutARelease() throws {
+        let store = try open()
+        for key in ["a", "b", "c"] { try store.setValue(Data([1]), forKey: key) }
+        _ = try store.value(forKey: "a")
+        try store.flush()
+        #expect(try open().keys() == ["a", "c", "b"])
+        withExtendedLifetime(store) {}
+    }
+
+    @Test func openingWithASmallerCapacityEvictsTheLeastRecentlyUsedFirst() throws {
+        let entry = fileSize(key: "a", valueSize: 100)
+        do {
+            let store = try open()
+            for key in ["a", "b", "c", "d"] { try store.setValue(Data(count: 100), forKey: key) }
+            _ = try store.value(forKey: "a")
+        }
+        let smaller = try open(capacity: 2 * entry)
+        #expect(smaller.keys() == ["a", "d"])
+        #expect(smaller.totalSize == 2 * entry)
+        #expect(try entryFiles().count == 2)
+    }
+
+    @Test func openingWithCapacityZeroEmptiesTheStore() throws {
+        do {
+            let store = try open()
+            for key in ["a", "b", "c"] { try store.setValue(Data(count: 10), forKey: key) }
+        }
+        let empty = try open(capacity: 0)
+        #expect(empty.count == 0)
+        #expect(try entryFiles().isEmpty)
+    }
+
+    @Test func openingIndexesFilesTheJournalDoesNotKnow() throws {
+        do {
+            let store = try open()
+            for key in ["a", "b"] { try store.setValue(Data(count: 10), forKey: key) }
+        }
+        try FileManager.default.removeItem(atPath: directory.appending("journal"))
+        let reopened = try open()
+        #expect(reopened.count == 2)
+        #expect(Set(reopened.keys()) == ["a", "b"])
+        #expect(try reopened.value(forKey: "a") == Data(count: 10))
+    }
+
+    @Test func trimToSizeEvictsTheLeastRecentlyUsed() throws {
+        let store = try open()
+        for key in ["a", "b", "c"] { try store.setValue(Data(count: 100), forKey: key) }
+        _ = try store.value(forKey: "a")
+        store.trim(toSize: fileSize(key: "a", valueSize: 100))
+        #expect(store.keys() == ["a"])
+        #expect(try entryFiles().count == 1)
+    }
+
+    // MARK: - Damaged and foreign files
+
+    @Test func aFileRenamedToAnotherKeysPathIsAMiss() throws {
+        let store = try open()
+        try store.setValue(Data("for a".utf8), forKey: "a")
+        let target = store.path(forKey: "b")
+        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: store.path(forKey: "a"), toPath: target)
+
+        #expect(try store.value(forKey: "b") == nil)
+        #expect(try store.value(forKey: "a") == nil)
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect(store.statistics.errors == 1)
+    }
+
+    @Test(arguments: [0, 1, 39, 40, 45, 50])
+    func aTruncatedFileIsAMissAndIsDeleted(keepBytes: Int) throws {
+        let store = try open()
+        try store.setValue(Data(repeating: 7, count: 20), forKey: "key")   // 40 + 3 + 20 = 63 bytes
+        try truncate(store.path(forKey: "key"), to: keepBytes)
+
+        #expect(try store.value(forKey: "key") == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "key")))
+        #expect(store.statistics.errors == 1)
+        #expect(store.count == 0)
+        // A store that did not write the file (no size in its index) sees the same.
+        try store.setValue(Data(repeating: 7, count: 20), forKey: "key")
+        try truncate(store.path(forKey: "key"), to: keepBytes)
+        #expect(try open().value(forKey: "key") == nil)
+    }
+
+    @Test func aFileWithBytesAfterItsPayloadIsAMiss() throws {
+        let store = try open()
+        try store.setValue(Data("abc".utf8), forKey: "k")
+        let handle = try #require(FileHandle(forWritingAtPath: store.path(forKey: "k")))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("extra".utf8))
+        try handle.close()
+        #expect(try open().value(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "k")))
+    }
+
+    @Test(arguments: 0..<8)
+    func garbageIsAMissAndIsDeleted(seed: Int) throws {
+        let store = try open()
+        let path = store.path(forKey: "k")
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var random = SeededRandomNumberGenerator(seed: UInt64(seed))
+        let garbage = Data((0..<(seed * 37)).map { _ in UInt8.random(in: 0...255, using: &random) })
+        _ = FileManager.default.createFile(atPath: path, contents: garbage)
+
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!store.containsValue(forKey: "k"))
+    }
+
+    /// Every byte of the header and key is checked (magic, version, checksum over the fixed fields,
+    /// key). Payload bytes are not: a FileStore alone does not checksum values; the compressed layer
+    /// above it does (LZ4's content checksum).
+    @Test func aFlippedHeaderOrKeyBitIsAMiss() throws {
+        let store = try open()
+        try store.setValue(Data("payload".utf8), forKey: "k")
+        let path = store.path(forKey: "k")
+        for offset in [0, 3, 4, 7, 9, 13, 17, 26, 33, 40] {
+            try store.setValue(Data("payload".utf8), forKey: "k")
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes[offset] ^= 0x10
+            try bytes.write(to: URL(fileURLWithPath: path))
+            #expect(try store.value(forKey: "k") == nil, "offset \(offset)")
+        }
+    }
+
+    // MARK: - Time to live
+
+    @Test func entriesExpireWithTheClock() throws {
+        let clock = TestClock()
+        let store = try open(timeToLive: .seconds(60), clock: clock)
+        try store.setValue(Data("v".utf8), forKey: "k")
+        clock.advance(by: .seconds(59))
+        #expect(try store.value(forKey: "k") == Data("v".utf8))
+        #expect(store.containsValue(forKey: "k"))
+        clock.advance(by: .seconds(1))
+        #expect(!store.containsValue(forKey: "k"))
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "k")))
+        #expect(store.statistics.evictions == 1)
+    }
+
+    @Test func theExpiryIsInTheFileSoItSurvivesARestart() throws {
+        let clock = TestClock()
+        try open(timeToLive: .seconds(10), clock: clock).setValue(Data("v".utf8), forKey: "k")
+        clock.advance(by: .seconds(11))
+        #expect(try open(clock: clock).value(forKey: "k") == nil)   // no TTL configured now: the file still says
+    }
+
+    @Test func entriesDescribeTheirFiles() throws {
+        let clock = TestClock()
+        let store = try open(timeToLive: .seconds(30), clock: clock)
+        try store.setValue(Data(count: 12), forKey: "key")
+        let entry = try #require(store.entries().first)
+        #expect(entry.key == "key")
+        #expect(entry.path == store.path(forKey: "key"))
+        #expect(entry.payloadSize == 12)
+        #expect(entry.storedSize == fileSize(key: "key", valueSize: 12))
+        #expect(entry.created == clock.now())
+        #expect(entry.expires == clock.now().addingTimeInterval(30))
+        #expect(entry.lastAccess == clock.now())
+    }
+
+    // MARK: - Crashes, other processes, and the directory going away
+
+    @Test func temporaryFilesOfCrashedWritersAreRemovedWhenAStoreOpens() throws {
+        do { try open().setValue(Data([1]), forKey: "k") }
+        let shard = directory.appending("AB")
+        try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
+        let deadPID = try #require((100_000...4_000_000).first { kill(pid_t($0), 0) != 0 && errno == ESRCH })
+        let abandoned = shard + "/.tmp.\(deadPID).1"
+        let live = shard + "/.tmp.\(getpid()).999"
+        _ = FileManager.default.createFile(atPath: abandoned, contents: Data("partial".utf8))
+        _ = FileManager.default.createFile(atPath: live, contents: Data("being written".utf8))
+        try FileManager.default.createDirectory(atPath: directory.appending(".trash.\(deadPID).3/CD"), withIntermediateDirectories: true)
+
+        let store = try open()
+        #expect(!FileManager.default.fileExists(atPath: abandoned))
+        #expect(FileManager.default.fileExists(atPath: live))   // its writer (this process) may still rename it
+        #expect(!FileManager.default.fileExists(atPath: directory.appending(".trash.\(deadPID).3")))
+        #expect(store.count == 1)
+    }
+
+    @Test func theDirectoryDeletedBehindTheStoresBackLeavesItUsable() async throws {
+        let store = try open()
+        try await store.setValue(Data("before".utf8), forKey: "a")
+        try FileManager.default.removeItem(atPath: directory.path)
+
+        #expect(try await store.value(forKey: "a") == nil)
+        #expect(store.count == 0)
+        try await store.setValue(Data("after".utf8), forKey: "b")
+        #expect(try await store.value(forKey: "b") == Data("after".utf8))
+        try await store.setValue(Data("async".utf8), forKey: "c")
+        #expect(try await store.value(forKey: "c") == Data("async".utf8))
+        try await store.removeAll()
+        try await store.setValue(Data("again".utf8), forKey: "d")
+        try store.flush()
+        #expect(try open().keys() == ["d"])
+    }
+
+    @Test func twoStoresOnOneDirectoryNeverReturnAPartialOrWrongValue() async throws {
+        let first = try open(capacity: nil)
+        let second = try open(capacity: nil)
+        try await first.setValue(Data("from first".utf8), forKey: "shared")
+        #expect(try await second.value(forKey: "shared") == Data("from first".utf8))
+
+        // Both write and read the same keys at once; every value names its key and is 8 KiB long.
+        func value(for key: String, writer: Int, round: Int) -> Data {
+            Data(String(repeating: "\(key)|\(writer)|\(round);", count: 1_000).utf8.prefix(8192))
+        }
+        let wrong = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (writer, store) in [first, second].enumerated() {
+                group.addTask {
+                    var random = SeededRandomNumberGenerator(seed: UInt64(writer))
+                    for round in 0..<300 {
+                        let key = "key-\(random.next() % 16)"
+                        if random.next() % 2 == 0 {
+                            try await store.setValue(value(for: key, writer: writer, round: round), forKey: key)
+                        } else if let read = try await store.value(forKey: key) {
+                            let text = String(decoding: read, as: UTF8.self)
+                            if read.count != 8192 || !text.hasPrefix("\(key)|") { wrong.withLock { $0 += 1 } }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(wrong.withLock { $0 } == 0)
+    }
+
+    @Test func manyTasksOnOneStoreKeepTheIndexAndTheFilesInAgreement() async throws {
+        let store = try open(capacity: 200 * fileSize(key: "key-00", valueSize: 1000))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var random = SeededRandomNumberGenerator(seed: UInt64(task))
+                    for _ in 0..<400 {
+                        let key = String(format: "key-%02d", Int(random.next() % 60))
+                        switch random.next() % 4 {
+                        case 0, 1: try await store.setValue(Data(count: 1000), forKey: key)
+                        case 2: _ = try await store.value(forKey: key)
+                        default: try await store.removeValue(forKey: key)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let files = try entryFiles()
+        #expect(files.count == store.count)
+        #expect(store.totalSize == files.count * fileSize(key: "key-00", valueSize: 1000))
+        #expect(try open().count == files.count)
+    }
+
+    @Test func asyncAndSynchronousCallsSeeTheSameStore() async throws {
+        let store = try open()
+        try await store.setValue(Data("async".utf8), forKey: "k")
+        func readSynchronously() throws -> Data? { try store.value(forKey: "k") }
+        #expect(try readSynchronously() == Data("async".utf8))
+        try await store.removeValue(forKey: "k")
+        #expect(try await store.value(forKey: "k") == nil)
+        #expect(store.layerStatistics == [LayerStatistics(name: "file", statistics: store.statistics)])
+    }
+
+    @Test func aFileWhereAShardFolderShouldBeGivesAClearError() throws {
+        let store = try open()
+        let shard = (store.path(forKey: "k") as NSString).deletingLastPathComponent
+        _ = FileManager.default.createFile(atPath: shard, contents: Data("not a folder".utf8))
+
+        let error = #expect(throws: StoreError.self) { try store.setValue(Data([1]), forKey: "k") }
+        #expect(error?.code == .io)
+        #expect(error?.message.contains(store.path(forKey: "k")) == true)
+        #expect(try store.value(forKey: "k") == nil)
+        try store.setValue(Data([2]), forKey: "other key")   // other shards are unaffected
+        #expect(try store.value(forKey: "other key") == Data([2]))
+    }
+
+    // MARK: - Helpers
+
+    /// Every entry file (32-hex-digit names in shard folders) under the directory.
+    func entryFiles() throws -> [String] {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return [] }
+        return try FileManager.default.subpathsOfDirectory(atPath: directory.path).filter { path in
+            let parts = path.split(separator: "/")
+            return parts.count == 2 && parts[1].count == 32 && !parts[1].hasPrefix(".")
+        }
+    }
+
+    func truncate(_ path: String, to size: Int) throws {
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: UInt64(size))
+        try handle.close()
+    }
+}
