@@ -4,7 +4,7 @@
 
 SWIFT ?= swift
 # Debian packages the build and the tests need (later modules add theirs here).
-DEBIAN_PACKAGES :=
+DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config
 
 .PHONY: all deps build test demo bench bench-smoke clean
 

@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "HanekeProtocols", targets: ["HanekeProtocols"]),
         .library(name: "MemoryStore", targets: ["MemoryStore"]),
         .library(name: "FileStore", targets: ["FileStore"]),
+        .library(name: "CompressedStore", targets: ["CompressedStore"]),
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
     ],
@@ -33,6 +34,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+        ),
+        .target(
+            name: "CompressedStore",
+            dependencies: ["HanekeProtocols", "CLZ4", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: - Values
@@ -63,14 +74,22 @@ let package = Package(
         ),
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting"]),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"]),
+        .testTarget(
+            name: "CompressedStoreTests",
+            dependencies: ["CompressedStore", "FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
-        .testTarget(name: "HanekeTestingTests", dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore"]),
+        .testTarget(
+            name: "HanekeTestingTests",
+            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore"]
+        ),
     ]
 )
 
 // MARK: - Settings shared by every target
 
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(contentsOf: [
         .enableUpcomingFeature("ExistentialAny"),

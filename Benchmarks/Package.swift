@@ -19,9 +19,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
+        .systemLibrary(name: "CLZ4Baseline", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
         .executableTarget(
             name: "HanekeBenchmarks",
             dependencies: [
+                "CLZ4Baseline",
+                .product(name: "CompressedStore", package: hanekeIdentity),
                 .product(name: "FileStore", package: hanekeIdentity),
                 .product(name: "MemoryStore", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),

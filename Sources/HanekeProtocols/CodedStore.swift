@@ -76,16 +76,7 @@ where Base.Value == Data, Codec.Value: Sendable {
     /// caller got no value), and a value that failed to encode adds an error. A base that reports
     /// no layers is reported as one layer named `"coded"`.
     public var layerStatistics: [LayerStatistics] {
-        let own = counter.snapshot
-        var layers = base.layerStatistics
-        guard !layers.isEmpty else {
-            return [LayerStatistics(name: "coded", statistics: own)]
-        }
-        let decodingFailures = own.misses
-        layers[0].statistics.hits -= min(decodingFailures, layers[0].statistics.hits)
-        layers[0].statistics.misses += decodingFailures
-        layers[0].statistics.errors += own.errors
-        return layers
+        LayerStatistics.merging(viewCounts: counter.snapshot, into: base.layerStatistics, orNamed: "coded")
     }
 }
 

@@ -1,5 +1,6 @@
 // The examples of README.md, verbatim, so that they keep compiling and working.
 
+import CompressedStore
 import FileStore
 import Foundation
 import Formats
@@ -40,6 +41,14 @@ struct ReadmeExamplesTests {
 
         try await greetingsOnDisk.setValue(Greeting(text: "Hi", language: "en"), forKey: "bob")
         #expect(disk.keys() == ["bob"])
+    }
+
+    @Test func aCompressedDisk() async throws {
+        let directory = try TemporaryDirectory()
+        let disk = try FileStore(directory: directory.path, capacity: 500 << 20)
+            .compressed(.init(level: .fast, decompressionLimit: 16 << 20))
+        try await disk.setValue(Data("hello".utf8), forKey: "k")
+        #expect(try await disk.value(forKey: "k") == Data("hello".utf8))
     }
 
     @Test func myStoreBehavesLikeAStore() async throws {

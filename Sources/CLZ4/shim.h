@@ -1,0 +1,118 @@
+// The system liblz4 (Debian: liblz4-dev), seen from Swift through small static inline wrappers.
+//
+// The wrappers take `void *` rather than `char *`, so Swift passes raw buffer pointers without
+// rebinding memory (as swift-crypto's CCryptoBoringSSLShims explains), and they fill the frame
+// preferences in C, where the struct's layout is known. Only CompressedStore's Internal/LZ4.swift
+// imports this module.
+
+#ifndef HANEKE_CLZ4_SHIM_H
+#define HANEKE_CLZ4_SHIM_H
+
+#define LZ4F_STATIC_LINKING_ONLY
+#include <lz4.h>
+#include <lz4frame.h>
+#include <stddef.h>
+
+/// Preferences for one frame: the content size and the content checksum are always set, so that
+/// `lz4 -d` and this library can both verify what they decode.
+static inline LZ4F_preferences_t clz4_preferences(int compressionLevel, int blockSizeID, int linkedBlocks,
+                                                  unsigned long long contentSize) {
+    LZ4F_preferences_t preferences = LZ4F_INIT_PREFERENCES;
+    preferences.frameInfo.blockSizeID = (LZ4F_blockSizeID_t)blockSizeID;
+    preferences.frameInfo.blockMode = linkedBlocks ? LZ4F_blockLinked : LZ4F_blockIndependent;
+    preferences.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+    preferences.frameInfo.frameType = LZ4F_frame;
+    preferences.frameInfo.contentSize = contentSize;
+    preferences.compressionLevel = compressionLevel;
+    return preferences;
+}
+
+static inline size_t clz4_compress_bound(size_t sourceSize, const LZ4F_preferences_t *preferences) {
+    return LZ4F_compressFrameBound(sourceSize, preferences);
+}
+
+/// The corresponding C function is `LZ4F_compressFrame_usingCDict`, with no dictionary.
+static inline size_t clz4_compress_frame(LZ4F_cctx *context, void *destination, size_t capacity,
+                                         const void *source, size_t sourceSize,
+                                         const LZ4F_preferences_t *preferences) {
+    return LZ4F_compressFrame_usingCDict(context, destination, capacity, source, sourceSize, NULL, preferences);
+}
+
+/// The corresponding C function is `LZ4F_compressFrame` (the one-shot API, with no context).
+static inline size_t clz4_compress_frame_oneshot(void *destination, size_t capacity,
+                                                 const void *source, size_t sourceSize,
+                                                 const LZ4F_preferences_t *preferences) {
+    return LZ4F_compressFrame(destination, capacity, source, sourceSize, preferences);
+}
+
+static inline LZ4F_cctx *clz4_create_compression_context(void) {
+    LZ4F_cctx *context = NULL;
+    if (LZ4F_isError(LZ4F_createCompressionContext(&context, LZ4F_VERSION))) return NULL;
+    return context;
+}
+
+static inline void clz4_free_compression_context(LZ4F_cctx *context) {
+    LZ4F_freeCompressionContext(context);
+}
+
+static inline LZ4F_dctx *clz4_create_decompression_context(void) {
+    LZ4F_dctx *context = NULL;
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&context, LZ4F_VERSION))) return NULL;
+    return context;
+}
+
+static inline void clz4_free_decompression_context(LZ4F_dctx *context) {
+    LZ4F_freeDecompressionContext(context);
+}
+
+/// Reads the frame header at the start of `source`. On success returns a hint (>= 0) and fills
+/// `contentSize` (0 when the frame does not record it) and `hasContentSize`; `consumed` is the
+/// header's length. The corresponding C function is `LZ4F_getFrameInfo`.
+static inline size_t clz4_frame_header(LZ4F_dctx *context, const void *source, size_t sourceSize,
+                                       size_t *consumed, unsigned long long *contentSize, int *blockSizeID) {
+    LZ4F_frameInfo_t info;
+    size_t size = sourceSize;
+    size_t result = LZ4F_getFrameInfo(context, &info, source, &size);
+    *consumed = size;
+    if (!LZ4F_isError(result)) {
+        *contentSize = info.contentSize;
+        *blockSizeID = (int)info.blockSizeID;
+    }
+    return result;
+}
+
+/// Decompresses from `source` into `destination`; on return `destinationSize` and `sourceSize` hold
+/// what was produced and consumed. Returns 0 at the end of the frame, a hint > 0 when more input is
+/// expected, or an error code. `stable`: the caller promises that the output written so far stays
+/// where it is, so liblz4 reads the history from it instead of keeping a copy. The corresponding C
+/// function is `LZ4F_decompress`.
+static inline size_t clz4_decompress(LZ4F_dctx *context, void *destination, size_t *destinationSize,
+                                     const void *source, size_t *sourceSize, int stable) {
+    LZ4F_decompressOptions_t options = { 0 };
+    options.stableDst = stable ? 1u : 0u;
+    return LZ4F_decompress(context, destination, destinationSize, source, sourceSize, &options);
+}
+
+static inline size_t clz4_decompress_stable(LZ4F_dctx *context, void *destination, size_t *destinationSize,
+                                            const void *source, size_t *sourceSize) {
+    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 1);
+}
+
+static inline size_t clz4_decompress_unstable(LZ4F_dctx *context, void *destination, size_t *destinationSize,
+                                              const void *source, size_t *sourceSize) {
+    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 0);
+}
+
+static inline int clz4_is_error(size_t code) {
+    return LZ4F_isError(code) ? 1 : 0;
+}
+
+static inline const char *clz4_error_name(size_t code) {
+    return LZ4F_getErrorName(code);
+}
+
+static inline unsigned clz4_version(void) {
+    return LZ4_versionNumber();
+}
+
+#endif

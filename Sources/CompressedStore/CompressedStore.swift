@@ -1,0 +1,183 @@
+public import Foundation
+@_spi(HanekeInternals) public import HanekeProtocols
+import Logging
+import Synchronization
+
+/// A store of bytes that keeps every value as one standard LZ4 frame in another store of bytes.
+///
+/// ```swift
+/// let disk = try FileStore(directory: "/var/cache/myapp").compressed()
+/// ```
+///
+/// Each frame records its content size and a content checksum, so `lz4 -d` decodes what this store
+/// writes, frames written by the `lz4` tool decode here, and damage is detected: a frame that fails to
+/// decode or to match its checksum makes a read throw `StoreError` with code `corrupted` (in a chain:
+/// a miss, the entry removed, the fetcher asked). A frame that claims more than the
+/// ``Configuration/decompressionLimit`` is refused with `decompressionLimitExceeded` before anything
+/// is allocated for it. Incompressible values grow only by the frame's overhead (about 15 bytes plus
+/// 4 per block), because the frame format stores such blocks raw.
+///
+/// Compression runs on the calling task: it is CPU work (about 700 MB/s), not blocking I/O.
+public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
+    /// The type of the keys.
+    public typealias Key = Base.Key
+    /// The type of the values.
+    public typealias Value = Data
+
+    /// The store that holds the frames.
+    public let base: Base
+    /// How values are compressed.
+    public let configuration: Configuration
+    private let counters = Counters()
+
+    /// Compresses into `base`. Prefer ``Store/compressed(_:)``.
+    /// - Parameters:
+    ///   - base: The store that holds the frames.
+    ///   - configuration: How values are compressed.
+    public init(base: Base, configuration: Configuration = Configuration()) {
+        self.base = base
+        self.configuration = configuration
+    }
+
+    /// Reads the frame for `key` and decompresses it.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value, or `nil` on a miss.
+    /// - Throws: `StoreError` with code `corrupted` or `decompressionLimitExceeded`; what `base` throws.
+    public func value(forKey key: Key) async throws -> Data? {
+        guard let frame = try await base.value(forKey: key) else { return nil }
+        do {
+            let value = try LZ4.decompress(frame, limit: configuration.decompressionLimit)
+            counters.recordRead(compressed: frame.count, decompressed: value.count)
+            return value
+        } catch {
+            counters.recordRejection()
+            throw Self.storeError(error, key: key, frameSize: frame.count)
+        }
+    }
+
+    /// Compresses `value` into one frame and stores it.
+    /// - Parameters:
+    ///   - value: The bytes to store.
+    ///   - key: The key to store them under.
+    /// - Throws: `StoreError` with code `encoding` if liblz4 fails; what `base` throws.
+    public func setValue(_ value: Data, forKey key: Key) async throws {
+        let frame: Data
+        do {
+            frame = try LZ4.compress(value, settings: settings)
+        } catch {
+            counters.view.recordError()
+            throw StoreError(.encoding, "Could not compress the \(value.count)-byte value for key \(Logger.describe(key)): \(error)", cause: error)
+        }
+        try await base.setValue(frame, forKey: key)
+        counters.recordWrite(uncompressed: value.count, compressed: frame.count)
+    }
+
+    /// Removes `key` from `base`.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What `base` throws.
+    public func removeValue(forKey key: Key) async throws {
+        try await base.removeValue(forKey: key)
+    }
+
+    /// Empties `base`.
+    /// - Throws: What `base` throws.
+    public func removeAll() async throws {
+        try await base.removeAll()
+    }
+
+    /// The layers of `base`; a frame that was refused turns its read from a hit into a miss and an
+    /// error of the first layer (the caller got no value).
+    public var layerStatistics: [LayerStatistics] {
+        LayerStatistics.merging(viewCounts: counters.view.snapshot, into: base.layerStatistics, orNamed: "compressed")
+    }
+
+    /// Bytes before and after compression, and frames refused.
+    public var compressionStatistics: CompressionStatistics { counters.snapshot }
+
+    /// Compresses `value` as this store would write it, without storing it: for tools and tests.
+    /// - Parameter value: The bytes to compress.
+    /// - Returns: One LZ4 frame.
+    /// - Throws: `StoreError` with code `encoding`.
+    public func frame(for value: Data) throws -> Data {
+        do {
+            return try LZ4.compress(value, settings: settings)
+        } catch {
+            throw StoreError(.encoding, "Could not compress \(value.count) bytes: \(error)", cause: error)
+        }
+    }
+
+    /// Decompresses one frame as this store would read it: for tools (`haneke get`) and tests.
+    /// - Parameter frame: One LZ4 frame.
+    /// - Returns: The bytes it holds.
+    /// - Throws: `StoreError` with code `corrupted` or `decompressionLimitExceeded`.
+    public func decompress(_ frame: Data) throws -> Data {
+        do {
+            return try LZ4.decompress(frame, limit: configuration.decompressionLimit)
+        } catch {
+            throw Self.storeError(error, key: nil, frameSize: frame.count)
+        }
+    }
+
+    private var settings: LZ4.Settings {
+        LZ4.Settings(level: configuration.level.rawValue, blockSizeID: configuration.blockSize.rawValue, linkedBlocks: configuration.linkedBlocks)
+    }
+
+    private static func storeError(_ error: LZ4.Failure, key: Key?, frameSize: Int) -> StoreError {
+        let subject = key.map { "The \(frameSize)-byte LZ4 frame stored for key \(Logger.describe($0))" } ?? "The \(frameSize)-byte LZ4 frame"
+        switch error {
+        case .limitExceeded(let claimed?, let limit):
+            return StoreError(.decompressionLimitExceeded, "\(subject) claims \(claimed) bytes, over the decompression limit of \(limit) bytes", cause: error)
+        case .limitExceeded(nil, let limit):
+            return StoreError(.decompressionLimitExceeded, "\(subject) decompresses to more than the limit of \(limit) bytes", cause: error)
+        case .corrupted(let reason):
+            return StoreError(.corrupted, "\(subject) is damaged: \(reason)", cause: error)
+        case .compression(let reason):
+            return StoreError(.encoding, "\(subject) could not be made: \(reason)", cause: error)
+        }
+    }
+
+    /// Lock-free counters shared by copies of the store.
+    private final class Counters: Sendable {
+        let view = StatisticsCounter()
+        private let before = Atomic<Int>(0)
+        private let after = Atomic<Int>(0)
+        private let compressedRead = Atomic<Int>(0)
+        private let decompressedRead = Atomic<Int>(0)
+        private let rejected = Atomic<Int>(0)
+
+        func recordWrite(uncompressed: Int, compressed: Int) {
+            before.add(uncompressed, ordering: .relaxed)
+            after.add(compressed, ordering: .relaxed)
+        }
+
+        func recordRead(compressed: Int, decompressed: Int) {
+            compressedRead.add(compressed, ordering: .relaxed)
+            decompressedRead.add(decompressed, ordering: .relaxed)
+        }
+
+        func recordRejection() {
+            rejected.add(1, ordering: .relaxed)
+            view.recordMiss()
+            view.recordError()
+        }
+
+        var snapshot: CompressionStatistics {
+            CompressionStatistics(
+                bytesBeforeCompression: before.load(ordering: .relaxed),
+                bytesAfterCompression: after.load(ordering: .relaxed),
+                compressedBytesRead: compressedRead.load(ordering: .relaxed),
+                decompressedBytesRead: decompressedRead.load(ordering: .relaxed),
+                framesRejected: rejected.load(ordering: .relaxed)
+            )
+        }
+    }
+}
+
+extension Store where Value == Data {
+    /// Keeps every value of this store as one LZ4 frame (content size and checksum included).
+    /// - Parameter configuration: Level, block size and decompression limit; the defaults by default.
+    /// - Returns: A compressing view of this store.
+    public func compressed(_ configuration: CompressedStore<Self>.Configuration = .init()) -> CompressedStore<Self> {
+        CompressedStore(base: self, configuration: configuration)
+    }
+}

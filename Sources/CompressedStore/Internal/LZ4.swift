@@ -1,0 +1,191 @@
+import Foundation
+@_spi(HanekeInternals) import HanekeProtocols
+internal import CLZ4
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The LZ4 frame format through the system liblz4: the only Swift file that imports `CLZ4`, and no C
+/// type leaves it.
+enum LZ4 {
+    /// Why a frame could not be made or read.
+    enum Failure: Error, Equatable {
+        case compression(String)
+        case corrupted(String)
+        case limitExceeded(claimed: UInt64?, limit: Int)
+    }
+
+    /// How frames are written.
+    struct Settings: Sendable, Hashable {
+        var level: Int32
+        var blockSizeID: Int32
+        var linkedBlocks: Bool
+    }
+
+    /// The library's version, e.g. `10904` for 1.9.4.
+    static var version: Int { Int(clz4_version()) }
+
+    /// One frame holding `data`, with its content size and content checksum.
+    /// The corresponding C function is `LZ4F_compressFrame_usingCDict`.
+    static func compress(_ data: Data, settings: Settings) throws(Failure) -> Data {
+        var preferences = clz4_preferences(settings.level, settings.blockSizeID, settings.linkedBlocks ? 1 : 0, UInt64(data.count))
+        let bound = clz4_compress_bound(data.count, &preferences)
+        guard let output = malloc(max(bound, 1)) else { throw .compression("could not allocate \(bound) bytes") }
+        let context = compressionContexts.take()
+        defer { compressionContexts.give(back: context) }
+        let written = data.withUnsafeBytes { source in
+            // An empty `Data` may have no address; liblz4 wants one even for zero bytes.
+            clz4_compress_frame(context.pointer, output, bound, source.baseAddress ?? UnsafeRawPointer(output), source.count, &preferences)
+        }
+        if clz4_is_error(written) != 0 {
+            free(output)
+            throw .compression(String(cString: clz4_error_name(written)))
+        }
+        return takeOwnership(of: output, count: written, allocated: bound)
+    }
+
+    /// The bytes of the single frame `frame`, refusing (before allocating) any frame that claims more
+    /// than `limit` bytes, and any frame that is damaged, truncated, fails its checksum, or is
+    /// followed by other bytes. The corresponding C function is `LZ4F_decompress`.
+    static func decompress(_ frame: Data, limit: Int) throws(Failure) -> Data {
+        let context = decompressionContexts.take()
+        let outcome = frame.withUnsafeBytes { (source: UnsafeRawBufferPointer) -> Result<Data, Failure> in
+            Result { () throws(Failure) -> Data in try decompress(source, limit: limit, context: context.pointer) }
+        }
+        // A context that stopped in the middle of a frame is dropped, not reused: liblz4 1.9.4's
+        // reset leaves the frame's remaining size behind, and the next frame without a recorded
+        // size then fails with ERROR_frameSize_wrong (seen in the tests).
+        if case .success = outcome {
+            decompressionContexts.give(back: context)
+        }
+        return try outcome.get()
+    }
+
+    private static func decompress(_ source: UnsafeRawBufferPointer, limit: Int, context: OpaquePointer) throws(Failure) -> Data {
+        guard let sourceBase = source.baseAddress, !source.isEmpty else { throw .corrupted("empty input, not an LZ4 frame") }
+        var headerLength = 0
+        var contentSize: UInt64 = 0
+        var blockSizeID: Int32 = 0
+        let result = clz4_frame_header(context, sourceBase, source.count, &headerLength, &contentSize, &blockSizeID)
+        if clz4_is_error(result) != 0 {
+            throw .corrupted("bad frame header: \(String(cString: clz4_error_name(result)))")
+        }
+        if contentSize > 0 {
+            guard contentSize <= UInt64(limit) else { throw .limitExceeded(claimed: contentSize, limit: limit) }
+            return try decodeBlocks(from: source, at: headerLength, capacity: Int(contentSize), growingTo: nil, context: context)
+        }
+        // No recorded size (as the `lz4` tool writes from a pipe): grow the output, up to the limit.
+        let start = min(limit, max(64 << 10, source.count.multipliedReportingOverflow(by: 4).partialValue))
+        return try decodeBlocks(from: source, at: headerLength, capacity: start, growingTo: limit, context: context)
+    }
+
+    /// Decodes the blocks after the header. With a known size (`growingTo == nil`) the output is
+    /// exactly that size and stays put, so liblz4 decodes straight into it with no temporary buffers
+    /// and the frame must fill it exactly. Otherwise the output doubles as needed up to the limit;
+    /// since it may then move, liblz4 keeps its own copy of the history.
+    private static func decodeBlocks(
+        from source: UnsafeRawBufferPointer,
+        at start: Int,
+        capacity initialCapacity: Int,
+        growingTo limit: Int?,
+        context: OpaquePointer
+    ) throws(Failure) -> Data {
+        var capacity = initialCapacity
+        guard var output = malloc(max(capacity, 1)) else { throw .corrupted("could not allocate \(capacity) bytes") }
+        var produced = 0
+        var consumed = start
+        do throws(Failure) {
+            while true {
+                if produced == capacity, let limit {
+                    guard capacity < limit else { throw Failure.limitExceeded(claimed: nil, limit: limit) }
+                    capacity = min(limit, capacity * 2)
+                    guard let grown = realloc(output, capacity) else { throw Failure.corrupted("could not allocate \(capacity) bytes") }
+                    output = grown
+                }
+                var outputSize = capacity - produced
+                var inputSize = source.count - consumed
+                let hint = limit == nil
+                    ? clz4_decompress_stable(context, output + produced, &outputSize, source.baseAddress! + consumed, &inputSize)
+                    : clz4_decompress_unstable(context, output + produced, &outputSize, source.baseAddress! + consumed, &inputSize)
+                if clz4_is_error(hint) != 0 { throw Failure.corrupted(String(cString: clz4_error_name(hint))) }
+                produced += outputSize
+                consumed += inputSize
+                if hint == 0 { break }
+                let outputFull = produced == capacity && limit != nil
+                if (consumed == source.count && !outputFull) || (inputSize == 0 && outputSize == 0 && !outputFull) {
+                    throw Failure.corrupted("the frame is truncated (\(source.count) bytes)")
+                }
+            }
+            guard consumed == source.count else { throw Failure.corrupted("\(source.count - consumed) bytes follow the end of the frame") }
+            guard limit != nil || produced == capacity else {
+                throw Failure.corrupted("the frame announces \(capacity) bytes but holds \(produced)")
+            }
+        } catch {
+            free(output)
+            throw error
+        }
+        return takeOwnership(of: output, count: produced, allocated: capacity)
+    }
+
+    /// Wraps a `malloc`ed buffer in `Data` without copying, giving back unused memory first.
+    private static func takeOwnership(of buffer: UnsafeMutableRawPointer, count: Int, allocated: Int) -> Data {
+        guard count > 0 else {
+            free(buffer)
+            return Data()
+        }
+        var buffer = buffer
+        if count < allocated / 2, let shrunk = realloc(buffer, count) {
+            buffer = shrunk
+        }
+        return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
+    }
+
+    // MARK: - Contexts
+
+    /// A liblz4 compression context. `@unchecked Sendable`: it owns a C pointer, and the pool hands
+    /// it to one thread at a time.
+    final class CompressionContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+        init() {
+            guard let pointer = clz4_create_compression_context() else { fatalError("liblz4 could not create a compression context") }
+            self.pointer = pointer
+        }
+        deinit { clz4_free_compression_context(pointer) }
+    }
+
+    /// A liblz4 decompression context. `@unchecked Sendable`: it owns a C pointer, and the pool hands
+    /// it to one thread at a time.
+    final class DecompressionContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+        init() {
+            guard let pointer = clz4_create_decompression_context() else { fatalError("liblz4 could not create a decompression context") }
+            self.pointer = pointer
+        }
+        deinit { clz4_free_decompression_context(pointer) }
+    }
+
+    /// Contexts are costly to create (and a decompression context grows buffers on first use), so
+    /// they are reused; a few are kept, one per thread that was busy at once.
+    final class Pool<Context: Sendable>: Sendable {
+        private let idle = Locked<[Context]>([])
+        private let make: @Sendable () -> Context
+
+        init(_ make: @escaping @Sendable () -> Context) { self.make = make }
+
+        func take() -> Context {
+            idle.withLock { $0.popLast() } ?? make()
+        }
+
+        func give(back context: Context) {
+            idle.withLock { contexts in
+                if contexts.count < 16 { contexts.append(context) }
+            }
+        }
+    }
+
+    static let compressionContexts = Pool { CompressionContext() }
+    static let decompressionContexts = Pool { DecompressionContext() }
+}
