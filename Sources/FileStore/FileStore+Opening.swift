@@ -1,3 +1,4 @@
+import Foundation
 @_spi(HanekeInternals) import HanekeProtocols
 import Logging
 
@@ -7,7 +8,12 @@ extension FileStore {
         var digest: KeyDigest
         var size: Int
         var modified: Int64
+        var identity: FileIdentity
     }
+
+    /// The most one file counts for in the index (256 TiB): a sparse or hostile file cannot overflow
+    /// the total size, and a file this large is over any capacity anyway.
+    static let largestIndexedSize = 1 << 48
 
     /// Indexes the directory: lists every shard folder and `stat`s every entry file, replays the
     /// recency journal, orders the files by it (files the journal does not know — written by another
@@ -29,7 +35,10 @@ extension FileStore {
         let ordered = Self.recencyOrder(of: found, journal: RecencyJournal.readRecords(directory: directory))
         let victims = state.withLock { state in
             for (file, lastAccess) in ordered {
-                state.entries.setValue(EntryRecord(size: file.size, lastAccess: lastAccess), forKey: file.digest, cost: file.size, expiry: .infinity)
+                state.entries.setValue(
+                    EntryRecord(size: file.size, lastAccess: lastAccess, identity: file.identity),
+                    forKey: file.digest, cost: file.size, expiry: .infinity
+                )
             }
             return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
         }
@@ -85,10 +94,16 @@ extension FileStore {
         var shards: [String] = []
         var leftovers: [String] = []
         let selfID = POSIX.processID
-        let staleAfter = Self.milliseconds(configuration.clock.now()) - 3_600_000
-        _ = try POSIX.forEachEntry(in: directory) { name, _ in
+        // File times are the system's, whatever clock the store was given.
+        let staleAfter = Self.milliseconds(Date()) - 3_600_000
+        _ = try POSIX.forEachEntry(in: directory) { name, folder in
             if Self.isShardName(name) {
-                shards.append(name)
+                // A shard folder must be a real folder: a link could lead reads and writes elsewhere.
+                if let status = POSIX.statusOf(name, inDirectory: folder), status.isDirectory {
+                    shards.append(name)
+                } else {
+                    logger.warning("Ignoring a shard that is not a folder", metadata: ["path": "\(directory)/\(name)"])
+                }
             } else if name.hasPrefix(".trash") {
                 leftovers.append(directory + "/" + name)
             } else if name.hasPrefix(RecencyJournal.fileName + ".tmp."),
@@ -108,7 +123,12 @@ extension FileStore {
             _ = try POSIX.forEachEntry(in: directory + "/" + shard) { name, folder in
                 if name.utf8.count == 32, name.hasPrefix(shard), let digest = KeyDigest(hex: name) {
                     if let status = POSIX.statusOf(name, inDirectory: folder), status.isFile {
-                        found.append(FoundFile(digest: digest, size: status.size, modified: status.modified))
+                        found.append(FoundFile(
+                            digest: digest,
+                            size: min(status.size, Self.largestIndexedSize),
+                            modified: status.modified,
+                            identity: status.identity
+                        ))
                     }
                 } else if name.hasPrefix(".tmp."), Self.isAbandonedTemporary(name, inDirectory: folder, selfID: selfID, staleAfter: staleAfter) {
                     POSIX.unlink(name, inDirectory: folder)

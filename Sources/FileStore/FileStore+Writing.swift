@@ -19,34 +19,38 @@ extension FileStore {
         }
         let digest = KeyDigest(key: key)
         let created = now()
-        let expires = configuration.timeToLive.map { created + Self.milliseconds(in: $0) }
+        let expires = configuration.timeToLive.map { Self.expiry(after: $0, from: created) }
         let header = EntryHeader.encode(key: key, created: created, expires: expires, payloadLength: value.count)
         let shard = shardPath(for: digest)
         let destination = path(for: digest)
 
-        var victims: [KeyDigest] = []
+        var victims: [Victim] = []
         var attempt = 0
         while true {
             let temporary = shard + "/" + nextTemporaryName()
             do {
-                try writeTemporaryFile(temporary, inShard: shard, header: header, value: value)
-                victims = try stripe(for: digest).withLock { _ throws in
-                    try POSIX.rename(temporary, destination)
-                    return state.withLock { state in
-                        state.entries.setValue(
-                            EntryRecord(size: fileSize, lastAccess: created),
-                            forKey: digest,
-                            cost: fileSize,
-                            expiry: .infinity
-                        )
-                        return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+                let identity = try writeTemporaryFile(temporary, inShard: shard, header: header, value: value)
+                do {
+                    victims = try stripe(for: digest).withLock { _ throws(POSIX.Failure) in
+                        try POSIX.rename(temporary, destination)
+                        return state.withLock { state in
+                            state.entries.setValue(
+                                EntryRecord(size: fileSize, lastAccess: created, identity: identity),
+                                forKey: digest,
+                                cost: fileSize,
+                                expiry: .infinity
+                            )
+                            return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+                        }
                     }
+                } catch {
+                    _ = try? POSIX.unlink(temporary)
+                    throw error
                 }
                 break
             } catch {
-                _ = try? POSIX.unlink(temporary)
-                // The shard folder vanished (removeAll, or deleted by hand) between the write and the
-                // rename: write again into a new folder, once.
+                // The shard folder vanished (removeAll, or deleted by hand) between creating the
+                // temporary file and renaming it: write again into a new folder, once.
                 if (error as? POSIX.Failure)?.isNotFound == true, attempt == 0 {
                     attempt += 1
                     continue
@@ -68,25 +72,45 @@ extension FileStore {
         removeEvicted(victims)
     }
 
-    /// Writes header and payload into a new temporary file, creating the shard folder (and the
-    /// store's directory) if they are missing.
-    private func writeTemporaryFile(_ path: String, inShard shard: String, header: [UInt8], value: Data) throws {
+    /// Writes header and payload into a new temporary file (creating the shard folder and the store's
+    /// directory if they are missing) and returns the file's identity. A file it could not finish is
+    /// removed; a name it could not create is left alone (it may be another writer's).
+    private func writeTemporaryFile(_ path: String, inShard shard: String, header: [UInt8], value: Data) throws(POSIX.Failure) -> FileIdentity {
         let descriptor = try createTemporaryFile(path, inShard: shard)
         do {
-            try header.withUnsafeBytes { headerBytes in
-                try value.withUnsafeBytes { valueBytes in
+            try Self.withBytes(of: header) { (headerBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
+                try Self.withBytes(of: value) { (valueBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
                     try POSIX.writeAll(descriptor, headerBytes, valueBytes, path: path)
                 }
             }
             if configuration.durableWrites {
                 try POSIX.synchronize(descriptor, path: path)
             }
+            let identity = try POSIX.identity(of: descriptor, path: path)
+            POSIX.close(descriptor)
+            return identity
         } catch {
             POSIX.close(descriptor)
             _ = try? POSIX.unlink(path)
             throw error
         }
-        POSIX.close(descriptor)
+    }
+
+    /// `withUnsafeBytes` with a typed error.
+    private static func withBytes<T>(of data: some ContiguousBytes, _ body: (UnsafeRawBufferPointer) throws(POSIX.Failure) -> T) throws(POSIX.Failure) -> T {
+        let result = data.withUnsafeBytes { bytes in Result { () throws(POSIX.Failure) -> T in try body(bytes) } }
+        return try result.get()
+    }
+
+    /// The expiry, in milliseconds since 1970, of an entry written at `created` with a time to live;
+    /// clamped so that no duration overflows, and never 0 (which the header reads as "never").
+    static func expiry(after timeToLive: Duration, from created: Int64) -> Int64 {
+        let (seconds, attoseconds) = timeToLive.components
+        let (fromSeconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let milliseconds = overflow ? (seconds < 0 ? Int64.min : Int64.max) : fromSeconds &+ attoseconds / 1_000_000_000_000_000
+        let (sum, sumOverflow) = created.addingReportingOverflow(milliseconds)
+        let expiry = sumOverflow ? (milliseconds < 0 ? Int64.min + 1 : Int64.max) : sum
+        return expiry == 0 ? 1 : expiry
     }
 
     private func createTemporaryFile(_ path: String, inShard shard: String) throws(POSIX.Failure) -> Int32 {
@@ -136,11 +160,6 @@ extension FileStore {
             counter.recordError()
             throw StoreError(.io, "Could not remove every entry of \(directory): \(error)", cause: error)
         }
-    }
-
-    static func milliseconds(in duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     /// Whether `name` is a shard folder's: two upper-case hexadecimal digits.

@@ -50,7 +50,6 @@ public final class FileStore: Store {
     let journal: RecencyJournal
     let counter = StatisticsCounter()
     private let stripes: [Locked<Void>]
-    private let temporaryCounter = Atomic<UInt64>(0)
 
     /// What the store knows of its files: recency order, size and last access of each entry.
     struct IndexState: Sendable {
@@ -61,6 +60,15 @@ public final class FileStore: Store {
     struct EntryRecord: Sendable {
         var size: Int
         var lastAccess: Int64
+        /// The file this store last wrote or indexed for the entry. Eviction deletes the file only
+        /// if it is still this one, so a store never deletes another process's newer write.
+        var identity: FileIdentity?
+    }
+
+    /// An entry taken out of the index whose file is to be deleted.
+    struct Victim: Sendable {
+        var digest: KeyDigest
+        var identity: FileIdentity?
     }
 
     /// Opens (and creates, if needed) a store in `directory`, indexing the files already there and
@@ -267,9 +275,13 @@ public final class FileStore: Store {
         return try lock(from: 0)
     }
 
+    /// A temporary name unique in this process (the counter is shared by every store, so two stores
+    /// on one directory never collide) and, with the process id, on this machine.
     func nextTemporaryName() -> String {
-        ".tmp.\(POSIX.processID).\(temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
+        ".tmp.\(POSIX.processID).\(Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
     }
+
+    private static let temporaryCounter = Atomic<UInt64>(0)
 
     func now() -> Int64 {
         Self.milliseconds(configuration.clock.now())
@@ -318,33 +330,40 @@ public final class FileStore: Store {
 
     /// Removes least recently used entries from the index until it is within the limits; returns
     /// them so their files can be deleted outside the lock.
-    static func evict(_ entries: inout LRUList<KeyDigest, EntryRecord>, countLimit: Int?, capacity: Int?) -> [KeyDigest] {
-        var victims: [KeyDigest] = []
-        while let countLimit, entries.count > countLimit, let (digest, _) = entries.removeLeastRecentlyUsed() {
-            victims.append(digest)
+    static func evict(_ entries: inout LRUList<KeyDigest, EntryRecord>, countLimit: Int?, capacity: Int?) -> [Victim] {
+        var victims: [Victim] = []
+        while let countLimit, entries.count > countLimit, let (digest, record) = entries.removeLeastRecentlyUsed() {
+            victims.append(Victim(digest: digest, identity: record.identity))
         }
-        while let capacity, entries.totalCost > capacity, let (digest, _) = entries.removeLeastRecentlyUsed() {
-            victims.append(digest)
+        while let capacity, entries.totalCost > capacity, let (digest, record) = entries.removeLeastRecentlyUsed() {
+            victims.append(Victim(digest: digest, identity: record.identity))
         }
         return victims
     }
 
-    /// Deletes the files of evicted entries, unless the key was written or read again since it was
-    /// evicted (it is then back in the index, and its file must stay).
-    func removeEvicted(_ victims: [KeyDigest]) {
+    /// Deletes the files of evicted entries — unless the key was written or read again since it was
+    /// evicted (it is then back in the index, and its file must stay), or the file at the path is no
+    /// longer the one this store knew (another process has written it since). Must not be called
+    /// with a stripe lock held.
+    func removeEvicted(_ victims: [Victim]) {
         guard !victims.isEmpty else { return }
         let time = now()
-        for digest in victims {
-            stripe(for: digest).withLock { _ in
-                guard !state.withLock({ $0.entries.contains(digest, now: -.infinity) }) else { return }
+        for victim in victims {
+            let path = path(for: victim.digest)
+            let removed = stripe(for: victim.digest).withLock { _ -> Bool in
+                guard !state.withLock({ $0.entries.contains(victim.digest, now: -.infinity) }) else { return false }
+                if let known = victim.identity {
+                    guard let current = POSIX.identity(ofPath: path), current.isSameFile(as: known) else { return false }
+                }
                 do {
-                    try POSIX.unlink(path(for: digest))
+                    return try POSIX.unlink(path)
                 } catch {
                     counter.recordError()
                     logger.warning("Could not delete an evicted file", metadata: ["error": "\(error)"])
+                    return false
                 }
             }
-            journalRecord(.init(kind: .removal, digest: digest, time: time))
+            if removed { journalRecord(.init(kind: .removal, digest: victim.digest, time: time)) }
         }
         counter.recordEvictions(victims.count)
     }

@@ -83,14 +83,11 @@ struct FileStoreTests {
         }
         let paths = keys.map(store.path(forKey:))
         #expect(Set(paths).count == keys.count)
-        for path in paths {
-            #expect(path.hasPrefix(directory.path + "/"))
-            #expect(!path.dropFirst(directory.path.count).contains(".."))
-        }
-        let files = try entryFiles()
-        #expect(files.count == keys.count)
+        // Every file the store made is an entry file in a shard folder of its directory.
+        let everything = try FileManager.default.subpathsOfDirectory(atPath: directory.path)
+            .filter { !$0.hasPrefix("journal") && !Set((0..<256).map { String(format: "%02X", $0) }).contains($0) }
+        #expect(Set(everything) == Set(paths.map { String($0.dropFirst(directory.path.count + 1)) }))
         #expect(Set(store.keys()) == Set(keys))
-        #expect(!FileManager.default.fileExists(atPath: directory.path + "/../etc/passwd.tmp"))
     }
 
     @Test func aKeyOver16MiBIsRefused() throws {
@@ -429,12 +426,40 @@ struct FileStoreTests {
         #expect(wrong.withLock { $0 } == 0)
     }
 
-    @Test func manyTasksOnOneStoreKeepTheIndexAndTheFilesInAgreement() async throws {
+    @Test func aStoreEvictingAKeyDoesNotDeleteAnotherStoresNewerFileForIt() throws {
+        let entry = fileSize(key: "k0", valueSize: 100)
+        let first = try open(capacity: 3 * entry)
+        let second = try open(capacity: nil)
+        try first.setValue(Data(repeating: 1, count: 100), forKey: "k0")
+        try second.setValue(Data(repeating: 2, count: 100), forKey: "k0")   // replaces the file
+        for i in 1...3 { try first.setValue(Data(count: 100), forKey: "k\(i)") }   // first evicts k0
+        #expect(first.statistics.evictions == 1)
+        #expect(try second.value(forKey: "k0") == Data(repeating: 2, count: 100))
+    }
+
+    @Test func twoStoresInOneProcessWriteTheSameKeysWithoutErrors() async throws {
+        let first = try open(capacity: nil)
+        let second = try open(capacity: nil)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for store in [first, second, first, second] {
+                group.addTask {
+                    for i in 0..<300 { try await store.setValue(Data(count: 64), forKey: "key-\(i % 20)") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(first.statistics.errors == 0)
+        #expect(second.statistics.errors == 0)
+        #expect(try entryFiles().count == 20)
+    }
+
+    @Test(arguments: 0..<3)
+    func manyTasksOnOneStoreKeepTheIndexAndTheFilesInAgreement(round: Int) async throws {
         let store = try open(capacity: 200 * fileSize(key: "key-00", valueSize: 1000))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask {
-                    var random = SeededRandomNumberGenerator(seed: UInt64(task))
+                    var random = SeededRandomNumberGenerator(seed: UInt64(task * 10 + round))
                     for _ in 0..<400 {
                         let key = String(format: "key-%02d", Int(random.next() % 60))
                         switch random.next() % 4 {
@@ -461,6 +486,75 @@ struct FileStoreTests {
         try await store.removeValue(forKey: "k")
         #expect(try await store.value(forKey: "k") == nil)
         #expect(store.layerStatistics == [LayerStatistics(name: "file", statistics: store.statistics)])
+    }
+
+    @Test func anEnormousTimeToLiveDoesNotOverflow() throws {
+        for ttl in [Duration.seconds(Int64.max), .seconds(Int64.min), .zero, .milliseconds(-5)] {
+            let store = try open(timeToLive: ttl)
+            try store.setValue(Data([1]), forKey: "k")
+            let expected: Data? = ttl > .zero ? Data([1]) : nil
+            #expect(try store.value(forKey: "k") == expected, "\(ttl)")
+        }
+    }
+
+    @Test func aSymbolicLinkAtAnEntrysPathIsAMissAndItsTargetIsUntouched() throws {
+        let store = try open()
+        let outside = try TemporaryDirectory()
+        let target = outside.appending("precious")
+        _ = FileManager.default.createFile(atPath: target, contents: Data("keep me".utf8))
+        let path = store.path(forKey: "k")
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target)
+
+        #expect(try store.value(forKey: "k") == nil)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: path)) == nil)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("keep me".utf8))
+        try store.setValue(Data("mine".utf8), forKey: "k")
+        #expect(try store.value(forKey: "k") == Data("mine".utf8))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("keep me".utf8))
+    }
+
+    @Test func aShardThatIsALinkOutOfTheDirectoryIsNeitherIndexedNorEmptied() throws {
+        let outside = try TemporaryDirectory()
+        let precious = outside.appending("D41D8CD98F00B204E9800998ECF8427E")
+        _ = FileManager.default.createFile(atPath: precious, contents: Data("not the cache's".utf8))
+        try FileManager.default.createSymbolicLink(atPath: directory.appending("D4"), withDestinationPath: outside.path)
+
+        let store = try open()
+        #expect(store.count == 0)
+        try store.removeAll()
+        #expect(FileManager.default.fileExists(atPath: precious))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: precious)) == Data("not the cache's".utf8))
+    }
+
+    @Test func aFIFOAtAnEntrysPathIsAMissNotAHang() throws {
+        let store = try open()
+        let path = store.path(forKey: "k")
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        #expect(mkfifo(path, 0o644) == 0)
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(store.statistics.errors == 1)
+    }
+
+    @Test func aFolderAtAnEntrysPathIsAMissAndIsRemoved() throws {
+        let store = try open()
+        let path = store.path(forKey: "k")
+        try FileManager.default.createDirectory(atPath: path + "/inside", withIntermediateDirectories: true)
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try store.setValue(Data([7]), forKey: "k")
+        #expect(try store.value(forKey: "k") == Data([7]))
+    }
+
+    @Test func aHugeSparseFileAtAnEntrysPathIsAMissWithoutAllocatingIt() throws {
+        let store = try open()
+        let path = store.path(forKey: "k")
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        #expect(Glibc.truncate(path, 1 << 40) == 0)   // 1 TiB of nothing
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
     }
 
     @Test func aFileWhereAShardFolderShouldBeGivesAClearError() throws {

@@ -19,6 +19,9 @@ enum POSIX {
         var description: String { "\(call)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code))" }
 
         var isNotFound: Bool { code == ENOENT || code == ENOTDIR }
+
+        /// The path is not a regular file (a folder, a FIFO, a device) where one was expected.
+        var isNotARegularFile: Bool { code == EISDIR || code == ESPIPE || code == EINVAL || code == ENXIO }
     }
 
     static func fail(_ call: String, _ path: String) -> Failure {
@@ -27,13 +30,32 @@ enum POSIX {
 
     // MARK: - Files
 
+    /// What opening an entry's path found.
+    enum Opened {
+        case file(Int32)
+        case missing
+        /// A symbolic link: never followed, so a planted link cannot make the store read elsewhere.
+        case symbolicLink
+    }
+
+    /// Opens `path` for reading without following a symbolic link and without blocking (a FIFO
+    /// planted at an entry's path must not hang a read: it opens, and reading it fails).
+    static func openEntry(_ path: String) throws(Failure) -> Opened {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        if fd >= 0 { return .file(fd) }
+        let failure = fail("open", path)
+        if failure.isNotFound { return .missing }
+        if failure.code == ELOOP { return .symbolicLink }
+        throw failure
+    }
+
     /// Opens `path` for reading; `nil` when it does not exist.
     static func openForReading(_ path: String) throws(Failure) -> Int32? {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
-        if fd >= 0 { return fd }
-        let failure = fail("open", path)
-        if failure.isNotFound { return nil }
-        throw failure
+        switch try openEntry(path) {
+        case .file(let fd): return fd
+        case .missing: return nil
+        case .symbolicLink: throw Failure(call: "open", path: path, code: ELOOP)
+        }
     }
 
     /// Creates `path`, which must not exist, for writing.
@@ -89,9 +111,16 @@ enum POSIX {
         }
     }
 
-    /// Appends every byte of `bytes` (the file must be open with `O_APPEND`).
+    /// Appends every byte of `bytes` (the file must be open with `O_APPEND`). If only part could be
+    /// written (a full disk), the file is cut back to its old length, so it never ends in half a record.
     static func append(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(Failure) {
-        try writeAll(fd, bytes, UnsafeRawBufferPointer(start: nil, count: 0), path: path)
+        let before = lseek(fd, 0, SEEK_END)
+        do {
+            try writeAll(fd, bytes, UnsafeRawBufferPointer(start: nil, count: 0), path: path)
+        } catch {
+            if before >= 0 { _ = ftruncate(fd, before) }
+            throw error
+        }
     }
 
     /// Creates `path` for writing, replacing a leftover file of the same name.
@@ -126,14 +155,14 @@ enum POSIX {
     static func identity(of fd: Int32, path: String) throws(Failure) -> FileIdentity {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fail("fstat", path) }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: Int(info.st_nlink))
+        return FileIdentity(info)
     }
 
-    /// The identity of the file at `path`, or `nil` when there is none.
+    /// The identity of whatever is at `path` (a link is not followed), or `nil` when there is nothing.
     static func identity(ofPath path: String) -> FileIdentity? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: Int(info.st_nlink))
+        return FileIdentity(info)
     }
 
     // MARK: - Names
@@ -178,24 +207,35 @@ enum POSIX {
         return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 
-    /// Removes a directory and everything in it; a missing directory is fine.
+    /// Removes whatever is at `path`: a file, a link (never what it points to), or a directory and
+    /// everything in it. Nothing there is fine.
     static func removeTree(_ path: String) throws(Failure) {
-        guard let directory = opendir(path) else {
-            let failure = fail("opendir", path)
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            let failure = fail("lstat", path)
             if failure.isNotFound { return }
-            if failure.code == ENOTDIR || failure.code == ENOENT { try unlink(path); return }
             throw failure
         }
-        var children: [(name: String, isDirectory: Bool)] = []
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            try unlink(path)
+            return
+        }
+        // O_NOFOLLOW: if the directory was swapped for a link since the lstat, do not descend into it.
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0, let directory = fdopendir(fd) else {
+            let failure = fail("open", path)
+            if fd >= 0 { Glibc.close(fd) }
+            if failure.isNotFound { return }
+            throw failure
+        }
+        var children: [String] = []
         while let entry = readdir(directory) {
             let name = entryName(entry)
-            if name == "." || name == ".." { continue }
-            children.append((name, entry.pointee.d_type == DT_DIR))
+            if name != "." && name != ".." { children.append(name) }
         }
         closedir(directory)
         for child in children {
-            let childPath = path + "/" + child.name
-            if child.isDirectory { try removeTree(childPath) } else { try unlink(childPath) }
+            try removeTree(path + "/" + child)
         }
         guard rmdir(path) == 0 else {
             let failure = fail("rmdir", path)
@@ -230,12 +270,22 @@ enum POSIX {
         return entries
     }
 
-    /// `stat` of a name inside an open directory: (is a regular file, size, modification time in ms).
-    static func statusOf(_ name: String, inDirectory dirfd: Int32) -> (isFile: Bool, size: Int, modified: Int64)? {
+    /// What `fstat` says of a name inside an open directory (a link is not followed).
+    struct Status {
+        var isFile: Bool
+        var isDirectory: Bool
+        var size: Int
+        /// Modification time, milliseconds since 1970.
+        var modified: Int64
+        var identity: FileIdentity
+    }
+
+    static func statusOf(_ name: String, inDirectory dirfd: Int32) -> Status? {
         var info = stat()
         guard fstatat(dirfd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
-        return ((info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size), modified)
+        let type = info.st_mode & S_IFMT
+        return Status(isFile: type == S_IFREG, isDirectory: type == S_IFDIR, size: Int(info.st_size), modified: modified, identity: FileIdentity(info))
     }
 
     /// Calls `body` with the name of each entry of a directory (not `.` and `..`) and the
@@ -292,6 +342,18 @@ struct FileIdentity: Hashable, Sendable {
     var inode: UInt64
     /// The number of names the file has; 0 once it has been removed.
     var links: Int
+    /// The file's size in bytes.
+    var size: Int
+    /// Whether it is a regular file.
+    var isRegularFile: Bool
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        links = Int(info.st_nlink)
+        size = Int(info.st_size)
+        isRegularFile = (info.st_mode & S_IFMT) == S_IFREG
+    }
 
     func isSameFile(as other: FileIdentity) -> Bool {
         device == other.device && inode == other.inode

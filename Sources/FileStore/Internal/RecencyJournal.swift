@@ -18,6 +18,8 @@ final class RecencyJournal: Sendable {
     static let fileName = "journal"
     static let magic: [UInt8] = Array("HNKJ".utf8) + [1, 0, 0, 0]
     static let recordSize = 25
+    /// The largest journal read when a store opens: room for millions of records.
+    static let maximumReadSize = 256 << 20
     private static let flushThreshold = 4096
 
     enum Kind: UInt8, Sendable {
@@ -59,7 +61,8 @@ final class RecencyJournal: Sendable {
         let path = directory + "/" + fileName
         guard let fd = try? POSIX.openForReading(path) else { return [] }
         defer { POSIX.close(fd) }
-        guard let size = try? POSIX.size(of: fd, path: path), size >= magic.count else { return [] }
+        // A journal is a hint; one too large to be ours (or a planted one) is ignored, not loaded.
+        guard let size = try? POSIX.size(of: fd, path: path), size >= magic.count, size <= maximumReadSize else { return [] }
         var bytes = [UInt8](repeating: 0, count: size)
         let read = bytes.withUnsafeMutableBytes { buffer in
             (try? POSIX.read(fd, into: buffer.baseAddress!, count: size, at: 0, path: path)) ?? 0

@@ -122,6 +122,19 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (key, value)
     }
 
+    /// Makes the entry for `key` the most recently used and lets `update` change its value (not its
+    /// cost); returns `false`, changing nothing, when there is no such entry.
+    @inlinable
+    public mutating func refresh(_ key: Key, update: (inout Value) -> Void) -> Bool {
+        guard let slot = index[key] else { return false }
+        moveToHead(slot)
+        if var value = nodes[Int(slot)].value {
+            update(&value)
+            nodes[Int(slot)].value = value
+        }
+        return true
+    }
+
     /// The value for `key` without changing the order or checking expiry.
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
