@@ -17,7 +17,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// The source of original values.
     public let fetcher: Source
     private let logger: Logger
-    private let flights = Locked(FlightTable())
+    private let flights = SingleFlight<Key, Value>()
     private let fetcherCounter = StatisticsCounter()
     /// Moves when a flight has filled the layers or a value was set or removed through this store.
     /// A caller whose read missed and who sees no movement since knows the layers are unchanged, so
@@ -56,7 +56,10 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         if let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
-        return try await joinFlight(for: key, readAt: generation)
+        return try await flights.value(for: key) { [self] in
+            defer { changes.recordFill() }
+            return try await produce(key, readAt: generation)
+        }
     }
 
     /// Reads the layers only (the fetcher is not asked).
@@ -99,113 +102,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     }
 
     /// The number of flights under way, for tests and diagnostics.
-    public var flightsInProgress: Int {
-        flights.withLock { $0.flights.count }
-    }
+    public var flightsInProgress: Int { flights.count }
 
     /// The number of callers waiting on the flight for `key`, for tests.
     package func waiterCount(for key: Key) -> Int {
-        flights.withLock { $0.flights[key]?.waiters.count ?? 0 }
-    }
-
-    // MARK: - Single flight
-
-    private struct Flight {
-        let id: UInt64
-        var task: Task<Void, Never>?
-        var waiters: [UInt64: CheckedContinuation<Value, any Error>]
-    }
-
-    private struct FlightTable {
-        var flights: [Key: Flight] = [:]
-        var lastID: UInt64 = 0
-    }
-
-    private func joinFlight(for key: Key, readAt generation: UInt64) async throws -> Value {
-        let waiterID = flights.withLock { table in
-            table.lastID += 1
-            return table.lastID
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                register(continuation, as: waiterID, for: key, readAt: generation)
-            }
-        } onCancel: {
-            leaveFlight(for: key, waiterID: waiterID)
-        }
-    }
-
-    /// Adds a waiter to the key's flight, starting the flight when there is none. A waiter whose task
-    /// is already cancelled is resumed at once: the cancellation handler may have run before it was
-    /// registered, and would then have found nothing to cancel.
-    private func register(
-        _ continuation: CheckedContinuation<Value, any Error>,
-        as waiterID: UInt64,
-        for key: Key,
-        readAt generation: UInt64
-    ) {
-        let outcome = flights.withLock { table -> FlightRegistration in
-            if Task.isCancelled { return .cancelled }
-            if table.flights[key] != nil {
-                table.flights[key]?.waiters[waiterID] = continuation
-                return .joined
-            }
-            table.flights[key] = Flight(id: waiterID, task: nil, waiters: [waiterID: continuation])
-            return .mustStart
-        }
-        switch outcome {
-        case .cancelled:
-            continuation.resume(throwing: CancellationError())
-        case .joined:
-            break
-        case .mustStart:
-            let task = Task { await self.runFlight(for: key, id: waiterID, readAt: generation) }
-            let stillWanted = flights.withLock { table in
-                guard table.flights[key]?.id == waiterID else { return false }
-                table.flights[key]?.task = task
-                return true
-            }
-            if !stillWanted { task.cancel() }
-        }
-    }
-
-    /// Removes a cancelled waiter and resumes it with `CancellationError`; cancels the flight when it
-    /// was the last waiter.
-    private func leaveFlight(for key: Key, waiterID: UInt64) {
-        let (continuation, abandonedTask) = flights.withLock {
-            table -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?) in
-            guard var flight = table.flights[key],
-                  let continuation = flight.waiters.removeValue(forKey: waiterID) else {
-                return (nil, nil)
-            }
-            if flight.waiters.isEmpty {
-                table.flights[key] = nil
-                return (continuation, flight.task)
-            }
-            table.flights[key] = flight
-            return (continuation, nil)
-        }
-        continuation?.resume(throwing: CancellationError())
-        abandonedTask?.cancel()
-    }
-
-    private func runFlight(for key: Key, id: UInt64, readAt generation: UInt64) async {
-        let result: Result<Value, any Error>
-        do {
-            result = .success(try await produce(key, readAt: generation))
-        } catch {
-            result = .failure(error)
-        }
-        changes.recordFill()
-        let waiters = flights.withLock { table -> [CheckedContinuation<Value, any Error>] in
-            guard table.flights[key]?.id == id, let flight = table.flights.removeValue(forKey: key) else {
-                return []
-            }
-            return Array(flight.waiters.values)
-        }
-        for waiter in waiters {
-            waiter.resume(with: result)
-        }
+        flights.waiterCount(for: key)
     }
 
     private func produce(_ key: Key, readAt generation: UInt64) async throws -> Value {
@@ -266,9 +167,4 @@ extension Store {
     ) -> FetchingStore<Self, ClosureFetcher<Key, Value>> {
         FetchingStore(base: self, fetcher: ClosureFetcher(body), logger: logger)
     }
-}
-
-/// What happened when a waiter tried to join a flight.
-private enum FlightRegistration {
-    case cancelled, joined, mustStart
 }
