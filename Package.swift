@@ -11,10 +11,12 @@ let package = Package(
         .library(name: "CompressedStore", targets: ["CompressedStore"]),
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
+        .library(name: "Haneke", targets: ["Haneke"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         // MARK: - Core
@@ -50,7 +52,27 @@ let package = Package(
 
         .target(name: "Formats", dependencies: ["HanekeProtocols"]),
 
+        // MARK: - Umbrella
+
+        .target(
+            name: "Haneke",
+            dependencies: [
+                "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore", "Formats",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // MARK: - Test support
+
+        // A real HTTP server on loopback, for the fetcher tests and `haneke demo` (not a product).
+        .target(
+            name: "LoopbackHTTPServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
 
         .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "MemoryStore"]),
 
@@ -74,6 +96,10 @@ let package = Package(
         ),
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting"]),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"]),
+        .testTarget(
+            name: "HanekeTests",
+            dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer"]
+        ),
         .testTarget(
             name: "CompressedStoreTests",
             dependencies: ["CompressedStore", "FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"],

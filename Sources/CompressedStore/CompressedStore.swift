@@ -51,7 +51,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
             return value
         } catch {
             counters.recordRejection()
-            throw Self.storeError(error, key: key, frameSize: frame.count)
+            throw error.storeError(subject: "The \(frame.count)-byte LZ4 frame stored for key \(Logger.describe(key))")
         }
     }
 
@@ -66,7 +66,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
             frame = try LZ4.compress(value, settings: settings)
         } catch {
             counters.view.recordError()
-            throw StoreError(.encoding, "Could not compress the \(value.count)-byte value for key \(Logger.describe(key)): \(error)", cause: error)
+            throw error.storeError(subject: "The \(value.count)-byte value for key \(Logger.describe(key))")
         }
         try await base.setValue(frame, forKey: key)
         counters.recordWrite(uncompressed: value.count, compressed: frame.count)
@@ -102,7 +102,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
         do {
             return try LZ4.compress(value, settings: settings)
         } catch {
-            throw StoreError(.encoding, "Could not compress \(value.count) bytes: \(error)", cause: error)
+            throw error.storeError(subject: "\(value.count) bytes")
         }
     }
 
@@ -114,26 +114,12 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
         do {
             return try LZ4.decompress(frame, limit: configuration.decompressionLimit)
         } catch {
-            throw Self.storeError(error, key: nil, frameSize: frame.count)
+            throw error.storeError(subject: "The \(frame.count)-byte LZ4 frame")
         }
     }
 
     private var settings: LZ4.Settings {
         LZ4.Settings(level: configuration.level.rawValue, blockSizeID: configuration.blockSize.rawValue, linkedBlocks: configuration.linkedBlocks)
-    }
-
-    private static func storeError(_ error: LZ4.Failure, key: Key?, frameSize: Int) -> StoreError {
-        let subject = key.map { "The \(frameSize)-byte LZ4 frame stored for key \(Logger.describe($0))" } ?? "The \(frameSize)-byte LZ4 frame"
-        switch error {
-        case .limitExceeded(let claimed?, let limit):
-            return StoreError(.decompressionLimitExceeded, "\(subject) claims \(claimed) bytes, over the decompression limit of \(limit) bytes", cause: error)
-        case .limitExceeded(nil, let limit):
-            return StoreError(.decompressionLimitExceeded, "\(subject) decompresses to more than the limit of \(limit) bytes", cause: error)
-        case .corrupted(let reason):
-            return StoreError(.corrupted, "\(subject) is damaged: \(reason)", cause: error)
-        case .compression(let reason):
-            return StoreError(.encoding, "\(subject) could not be made: \(reason)", cause: error)
-        }
     }
 
     /// Lock-free counters shared by copies of the store.

@@ -32,7 +32,9 @@ extension FileStore {
         } catch {
             throw StoreError(.io, "Could not index the FileStore directory \(directory): \(error)", cause: error)
         }
-        let ordered = Self.recencyOrder(of: found, journal: RecencyJournal.readRecords(directory: directory))
+        let records = RecencyJournal.readRecords(directory: directory)
+        previousSessionStart.withLock { $0 = records.last { $0.kind == .session }.map { Self.date($0.time) } }
+        let ordered = Self.recencyOrder(of: found, journal: records)
         let victims = state.withLock { state in
             for (file, lastAccess) in ordered {
                 state.entries.setValue(
@@ -60,6 +62,7 @@ extension FileStore {
             case .access: replay.setValue(record.time, forKey: record.digest, cost: 0, expiry: .infinity)
             case .removal: replay.removeValue(forKey: record.digest)
             case .clear: replay.removeAll()
+            case .session: break
             }
         }
         var byDigest = Dictionary(files.map { ($0.digest, $0) }, uniquingKeysWith: { first, _ in first })

@@ -50,6 +50,10 @@ public final class FileStore: Store {
     let journal: RecencyJournal
     let counter = StatisticsCounter()
     private let stripes: [Locked<Void>]
+    /// When this store opened the directory, in milliseconds: recorded in the journal so that the
+    /// next store to open it knows which entries this session used.
+    let sessionStart: Int64
+    let previousSessionStart = Locked<Date?>(nil)
 
     /// What the store knows of its files: recency order, size and last access of each entry.
     struct IndexState: Sendable {
@@ -96,6 +100,7 @@ public final class FileStore: Store {
         self.state = Locked(IndexState())
         self.journal = RecencyJournal(directory: directory)
         self.stripes = (0..<64).map { _ in Locked(()) }
+        self.sessionStart = Self.milliseconds(configuration.clock.now())
         try openDirectory()
     }
 
@@ -319,14 +324,19 @@ public final class FileStore: Store {
         }
     }
 
-    /// The index as journal records, least recently used first.
+    /// The index as journal records, least recently used first, then this session's start.
     func currentRecencyRecords() -> [RecencyJournal.Record] {
         state.withLock { state in
             state.entries.keysByRecency.reversed().map { digest in
                 RecencyJournal.Record(kind: .access, digest: digest, time: state.entries.peekValue(forKey: digest)?.lastAccess ?? 0)
             }
-        }
+        } + [RecencyJournal.Record(kind: .session, digest: KeyDigest(high: 0, low: 0), time: sessionStart)]
     }
+
+    /// When the previous store to open this directory did so: the start of the last session. Entries
+    /// whose last access is later were used in that session (Haneke's "last session" preload).
+    /// `nil` when no earlier session is recorded.
+    public var lastSessionStart: Date? { previousSessionStart.withLock { $0 } }
 
     /// Removes least recently used entries from the index until it is within the limits; returns
     /// them so their files can be deleted outside the lock.

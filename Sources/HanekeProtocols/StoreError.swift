@@ -17,16 +17,20 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The lower-level error that caused this one, if any.
     public var cause: (any Error)?
+    /// For `invalidStatusCode`: the status the server answered with (404, 503, …); `nil` otherwise.
+    public var statusCode: Int?
 
     /// Creates an error.
     /// - Parameters:
     ///   - code: What kind of failure this is.
     ///   - message: What failed, on which key or file, and why.
     ///   - cause: The lower-level error that caused this one, if any.
-    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
+    ///   - statusCode: For `invalidStatusCode`, the server's status.
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil, statusCode: Int? = nil) {
         self.code = code
         self.message = message
         self.cause = cause
+        self.statusCode = statusCode
     }
 
     /// `"<code>: <message>"`, followed by the cause when there is one.

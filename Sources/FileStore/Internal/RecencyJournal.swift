@@ -26,6 +26,8 @@ final class RecencyJournal: Sendable {
         case access = 1
         case removal = 2
         case clear = 3
+        /// A store opened the directory at this time (the digest is unused): the start of a session.
+        case session = 4
     }
 
     struct Record: Sendable, Hashable {

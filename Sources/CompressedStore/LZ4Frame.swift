@@ -1,0 +1,73 @@
+public import Foundation
+import HanekeProtocols
+
+/// The LZ4 frames of `CompressedStore`, for tools that read a store's files directly (`haneke get`,
+/// `haneke verify`) and for tests.
+public enum LZ4Frame {
+    /// The four bytes every LZ4 frame starts with (`0x184D2204`, little-endian).
+    public static let magic: [UInt8] = [0x04, 0x22, 0x4D, 0x18]
+
+    /// Whether `data` starts like an LZ4 frame (the magic number only; decoding may still fail).
+    /// - Parameter data: Any bytes.
+    /// - Returns: `true` when the first four bytes are the LZ4 frame magic.
+    public static func looksLikeFrame(_ data: Data) -> Bool {
+        data.count >= 4 && data.prefix(4).elementsEqual(magic)
+    }
+
+    /// The content size a frame's header records, or `nil` when it records none (or is not a frame).
+    /// - Parameter frame: The start of a frame (the first 15 bytes suffice).
+    /// - Returns: The announced size of the decompressed bytes.
+    public static func recordedContentSize(of frame: Data) -> Int? {
+        let bytes = [UInt8](frame.prefix(14))
+        guard bytes.count >= 14, looksLikeFrame(frame) else { return nil }
+        let flags = bytes[4]
+        guard flags & 0x08 != 0 else { return nil }   // the content-size bit of FLG
+        var size: UInt64 = 0
+        for i in (6..<14).reversed() { size = size << 8 | UInt64(bytes[i]) }
+        return size <= UInt64(Int.max) ? Int(size) : nil
+    }
+
+    /// Decompresses one frame, checking it whole (header, blocks, content checksum).
+    /// - Parameters:
+    ///   - frame: One LZ4 frame.
+    ///   - limit: The most bytes it may decompress to; 64 MiB by default.
+    /// - Returns: The bytes it holds.
+    /// - Throws: `StoreError` with code `corrupted` or `decompressionLimitExceeded`.
+    public static func decompress(_ frame: Data, limit: Int = 64 << 20) throws -> Data {
+        do {
+            return try LZ4.decompress(frame, limit: limit)
+        } catch {
+            throw error.storeError(subject: "The \(frame.count)-byte LZ4 frame")
+        }
+    }
+
+    /// Compresses bytes into one frame, with its content size and checksum.
+    /// - Parameters:
+    ///   - data: The bytes to compress.
+    ///   - level: The compression level; `.fast` by default.
+    /// - Returns: One LZ4 frame.
+    /// - Throws: `StoreError` with code `encoding` if liblz4 fails.
+    public static func compress(_ data: Data, level: CompressionLevel = .fast) throws -> Data {
+        do {
+            return try LZ4.compress(data, settings: LZ4.Settings(level: level.rawValue, blockSizeID: 4, linkedBlocks: true))
+        } catch {
+            throw error.storeError(subject: "\(data.count) bytes")
+        }
+    }
+}
+
+extension LZ4.Failure {
+    /// The `StoreError` users see: what, about which frame (`subject`), and why.
+    func storeError(subject: String) -> StoreError {
+        switch self {
+        case .limitExceeded(let claimed?, let limit):
+            return StoreError(.decompressionLimitExceeded, "\(subject) claims \(claimed) bytes, over the decompression limit of \(limit) bytes", cause: self)
+        case .limitExceeded(nil, let limit):
+            return StoreError(.decompressionLimitExceeded, "\(subject) decompresses to more than the limit of \(limit) bytes", cause: self)
+        case .corrupted(let reason):
+            return StoreError(.corrupted, "\(subject) is damaged: \(reason)", cause: self)
+        case .compression(let reason):
+            return StoreError(.encoding, "\(subject) could not be compressed: \(reason)", cause: self)
+        }
+    }
+}

@@ -1,0 +1,285 @@
+public import Foundation
+@_spi(HanekeInternals) public import HanekeProtocols
+public import Logging
+
+/// A cache of values in named formats, each a stack of layers: memory, then LZ4-compressed files on
+/// disk, filled on a miss by a fetcher (HanekeSwift's `Cache<T>`, for Linux and async/await).
+///
+/// ```swift
+/// let cache = Cache<JSON>(name: "github")
+/// let user = try await cache.fetch(url: URL(string: "https://api.github.com/users/haneke")!)
+/// print(user["bio"]?.string ?? "")
+/// ```
+///
+/// `Cache(name:)` keeps each format's files under `$XDG_CACHE_HOME/haneke/<name>/<format>` (or
+/// `~/.cache/haneke/...`); if that folder cannot be used the format works from memory alone and the
+/// failure is logged. Concurrent fetches of one key in one format share one fetcher call.
+public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
+    /// The name of the format every cache has, used when no format is named (HanekeSwift's).
+    public static var originalFormatName: String { "original" }
+
+    /// The cache's name.
+    public let name: String
+    /// The folder of the formats' files, or `nil` for a cache built on a custom stack.
+    public let directory: String?
+    private let logger: Logger
+    private let formats = Locked<[String: FormatStack<Value>]>([:])
+    private let flights = SingleFlight<FlightKey, Value>()
+    private let fetchCounter = StatisticsCounter()
+
+    private struct FlightKey: Hashable, Sendable {
+        var format: String
+        var key: String
+    }
+
+    /// Creates a cache with the default stack (memory, then LZ4-compressed files) for its original
+    /// format.
+    /// - Parameters:
+    ///   - name: The cache's name, also its folder's name (made safe for a path).
+    ///   - directory: The folder for the formats' files; `$XDG_CACHE_HOME/haneke/<name>` by default.
+    ///   - originalFormat: The original format's settings; `Format(name: "original")` by default
+    ///     (its name is always `"original"`).
+    ///   - logger: Where disk failures are logged.
+    public init(
+        name: String,
+        directory: String? = nil,
+        originalFormat: Format<Value>? = nil,
+        logger: Logger = Logger(label: "haneke.cache")
+    ) {
+        self.name = name
+        self.directory = directory ?? CacheDirectory.root(forCacheNamed: name)
+        self.logger = logger
+        var format = originalFormat ?? Format(name: Self.originalFormatName)
+        format.name = Self.originalFormatName
+        addFormat(format)
+    }
+
+    /// Creates a cache whose original format is a stack you built (any store of values keyed by
+    /// strings: a chain, a Redis tier, a test double). Formats added later without a stack get no
+    /// disk layer, since this cache has no folder.
+    /// - Parameters:
+    ///   - name: The cache's name.
+    ///   - stack: The layers of the original format.
+    ///   - logger: Where failures are logged.
+    public init(name: String, stack: some Store<String, Value>, logger: Logger = Logger(label: "haneke.cache")) {
+        self.name = name
+        self.directory = nil
+        self.logger = logger
+        addFormat(Format(name: Self.originalFormatName, diskCapacity: 0), stack: stack)
+    }
+
+    // MARK: - Formats
+
+    /// Adds a format with the default stack: memory, then (unless its disk capacity is 0)
+    /// LZ4-compressed files in its own folder. Replaces a format of the same name.
+    /// - Parameter format: The format.
+    public func addFormat(_ format: Format<Value>) {
+        install(FormatStack.make(format, cacheDirectory: directory, logger: logger))
+    }
+
+    /// Adds a format whose layers you built. Replaces a format of the same name.
+    /// - Parameters:
+    ///   - format: The format (its transform still applies; its capacities are the stack's business).
+    ///   - stack: The format's layers.
+    public func addFormat(_ format: Format<Value>, stack: some Store<String, Value>) {
+        install(FormatStack(format: format, store: stack.eraseToAnyStore()))
+    }
+
+    /// The names of the cache's formats, sorted.
+    public var formatNames: [String] {
+        formats.withLock { $0.keys.sorted() }
+    }
+
+    private func install(_ stack: FormatStack<Value>) {
+        var stack = stack
+        stack.startPreloading(logger: logger)
+        let replaced = formats.withLock { formats in
+            defer { formats[stack.format.name] = stack }
+            return formats[stack.format.name]
+        }
+        replaced?.preload?.cancel()
+    }
+
+    func stack(for formatName: String) throws -> FormatStack<Value> {
+        guard let stack = formats.withLock({ $0[formatName] }) else {
+            throw StoreError(
+                .formatNotFound,
+                "Cache '\(name)' has no format '\(formatName)'; its formats are \(formatNames.map { "'\($0)'" }.joined(separator: ", "))"
+            )
+        }
+        return stack
+    }
+
+    // MARK: - Fetching
+
+    /// The cached value for `key`, from memory or disk.
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    /// - Returns: The value.
+    /// - Throws: `StoreError` with code `notFound` when no layer has it, `formatNotFound` for an
+    ///   unknown format.
+    public func fetch(key: String, formatName: String = Cache.originalFormatName) async throws -> Value {
+        let stack = try stack(for: formatName)
+        guard let value = try await stack.store.value(forKey: key) else {
+            throw StoreError(.notFound, "Cache '\(name)' has no value for key \(Logger.describe(key)) in format '\(formatName)'")
+        }
+        return value
+    }
+
+    /// The value for `key`, from memory or disk, or else from `fetcher`: its value is transformed by
+    /// the format (once, off the caller's task), cached in every layer and returned. Concurrent
+    /// fetches of one key in one format share one fetcher call; a failure is not cached.
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    ///   - fetcher: Produces the original value on a miss.
+    /// - Returns: The value.
+    /// - Throws: The fetcher's error, a transform's error, `formatNotFound`, or `CancellationError`.
+    public func fetch(
+        key: String,
+        formatName: String = Cache.originalFormatName,
+        fetcher: some Fetcher<String, Value>
+    ) async throws -> Value {
+        let stack = try stack(for: formatName)
+        if let value = try await stack.store.value(forKey: key) {
+            return value
+        }
+        return try await flights.value(for: FlightKey(format: formatName, key: key)) { [logger, fetchCounter] in
+            if let value = try await stack.store.value(forKey: key) {
+                return value
+            }
+            let original: Value
+            do {
+                original = try await fetcher.fetch(key)
+                fetchCounter.recordHit()
+            } catch {
+                if !(error is CancellationError) { fetchCounter.recordError() }
+                throw error
+            }
+            let value = try stack.format.apply(to: original)
+            do {
+                try await stack.store.setValue(value, forKey: key)
+            } catch {
+                logger.warning("Could not cache a fetched value", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+            }
+            return value
+        }
+    }
+
+    /// The value for `key`, from memory or disk, or else from a closure.
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    ///   - body: Produces the original value on a miss.
+    /// - Returns: The value.
+    /// - Throws: What `body` throws, `formatNotFound`, or `CancellationError`.
+    public func fetch(
+        key: String,
+        formatName: String = Cache.originalFormatName,
+        _ body: @escaping @Sendable (String) async throws -> Value
+    ) async throws -> Value {
+        try await fetch(key: key, formatName: formatName, fetcher: ClosureFetcher(body))
+    }
+
+    /// The value at `url`, cached under its absolute string (`NetworkFetcher`).
+    /// - Parameters:
+    ///   - url: An `http` or `https` URL.
+    ///   - formatName: The format; the original by default.
+    /// - Returns: The value.
+    /// - Throws: `invalidStatusCode` (with the status), `missingData`, `decoding`, `unavailable`.
+    public func fetch(url: URL, formatName: String = Cache.originalFormatName) async throws -> Value {
+        try await fetch(key: url.absoluteString, formatName: formatName, fetcher: NetworkFetcher<Value>(url: url))
+    }
+
+    /// The value in the file at `path`, cached under the path (`DiskFetcher`).
+    /// - Parameters:
+    ///   - path: A file's path.
+    ///   - formatName: The format; the original by default.
+    /// - Returns: The value.
+    /// - Throws: `notFound` when there is no such file, `decoding` when it does not decode, `io`.
+    public func fetch(path: String, formatName: String = Cache.originalFormatName) async throws -> Value {
+        try await fetch(key: path, formatName: formatName, fetcher: DiskFetcher<Value>(path: path))
+    }
+
+    // MARK: - Writing
+
+    /// Caches `value` for `key` in a format, after the format's transform (run off the caller's task).
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    /// - Throws: `formatNotFound`, a transform's error, or the first layer's error.
+    public func set(_ value: Value, forKey key: String, formatName: String = Cache.originalFormatName) async throws {
+        let stack = try stack(for: formatName)
+        let transformed: Value
+        if stack.format.transform != nil {
+            transformed = try await Task.detached(priority: Task.currentPriority) { try stack.format.apply(to: value) }.value
+        } else {
+            transformed = value
+        }
+        try await stack.store.setValue(transformed, forKey: key)
+    }
+
+    /// Removes `key` from a format (other formats keep theirs).
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    /// - Throws: `formatNotFound`, or the first layer's error.
+    public func remove(key: String, formatName: String = Cache.originalFormatName) async throws {
+        try await stack(for: formatName).store.removeValue(forKey: key)
+    }
+
+    /// Empties every format. The cache stays usable.
+    /// - Throws: The first layer's error, after every format was emptied.
+    public func removeAll() async throws {
+        var firstError: (any Error)?
+        for stack in formats.withLock({ Array($0.values) }) {
+            do { try await stack.store.removeAll() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// Empties the memory layers only (the next reads come from disk): how a server sheds memory.
+    public func removeAllFromMemory() {
+        for stack in formats.withLock({ Array($0.values) }) { stack.memory?.removeAll() }
+    }
+
+    // MARK: - Sizes and statistics
+
+    /// The bytes the formats' files take on disk, headers included.
+    public var size: Int {
+        formats.withLock { Array($0.values) }.reduce(0) { $0 + ($1.disk?.totalSize ?? 0) }
+    }
+
+    /// The counters of a format's layers, then of the fetchers this cache called (all formats).
+    /// - Parameter formatName: The format; the original by default.
+    /// - Returns: One entry per layer, top first.
+    /// - Throws: `formatNotFound`.
+    public func layerStatistics(formatName: String = Cache.originalFormatName) throws -> [LayerStatistics] {
+        try stack(for: formatName).store.layerStatistics + [LayerStatistics(name: "fetcher", statistics: fetchCounter.snapshot)]
+    }
+
+    /// Bytes before and after LZ4 compression in a format's disk layer, or `nil` when it has none.
+    /// - Parameter formatName: The format; the original by default.
+    /// - Returns: The compression counters.
+    /// - Throws: `formatNotFound`.
+    public func compressionStatistics(formatName: String = Cache.originalFormatName) throws -> CompressionStatistics? {
+        try stack(for: formatName).compressed?.compressionStatistics
+    }
+
+    /// The disk layer of a format (for inspection, `trim`, paths), or `nil` when it has none.
+    /// - Parameter formatName: The format; the original by default.
+    /// - Returns: The format's `FileStore`.
+    /// - Throws: `formatNotFound`.
+    public func diskStore(formatName: String = Cache.originalFormatName) throws -> FileStore? {
+        try stack(for: formatName).disk
+    }
+
+    /// Waits until every format has finished preloading (immediately for formats that do not preload).
+    public func waitForPreloading() async {
+        for stack in formats.withLock({ Array($0.values) }) {
+            await stack.preload?.value
+        }
+    }
+}

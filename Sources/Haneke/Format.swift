@@ -1,0 +1,66 @@
+/// A named way to keep values in a `Cache`: its own memory and disk layers, its own capacity, and an
+/// optional transform applied once to every value before it is cached (HanekeSwift's formats, e.g.
+/// "thumbnail" next to "original").
+///
+/// ```swift
+/// let summaries = Format<JSON>(name: "summary", diskCapacity: 10 << 20) { json in
+///     ["title": json["title"] ?? .null]
+/// }
+/// cache.addFormat(summaries)
+/// ```
+public struct Format<Value: Sendable>: Sendable {
+    /// The format's name, unique in its cache; also its folder's name on disk.
+    public var name: String
+    /// The most bytes its files may take on disk. `100 MiB` by default; `0` keeps the format in
+    /// memory only (nothing is persisted).
+    public var diskCapacity: Int
+    /// The most values kept in memory. `10,000` by default; `nil` for no limit.
+    public var memoryCountLimit: Int?
+    /// The most total cost kept in memory (bytes for `Data` and `String`). `64 MiB` by default;
+    /// `nil` for no limit.
+    public var memoryCostLimit: Int?
+    /// How long a value stays valid, in memory and on disk. `nil` (forever) by default.
+    public var timeToLive: Duration?
+    /// Whether the disk layer compresses values with LZ4. `true` by default; turn it off for values
+    /// that are already compressed (images, archives).
+    public var compressesOnDisk: Bool
+    /// What is loaded from disk into memory when the cache is created. `.none` by default.
+    public var preloadPolicy: PreloadPolicy
+    /// Applied once to every value before it is cached (fetched or set), off the caller's task;
+    /// `nil` keeps values as they are.
+    public var transform: (@Sendable (Value) throws -> Value)?
+
+    /// Creates a format.
+    /// - Parameters:
+    ///   - name: The format's name, unique in its cache.
+    ///   - diskCapacity: The most bytes on disk; `0` for memory only. `100 MiB` by default.
+    ///   - transform: Applied once to every value before it is cached; `nil` by default.
+    public init(name: String, diskCapacity: Int = 100 << 20, transform: (@Sendable (Value) throws -> Value)? = nil) {
+        self.name = name
+        self.diskCapacity = diskCapacity
+        self.memoryCountLimit = 10_000
+        self.memoryCostLimit = 64 << 20
+        self.timeToLive = nil
+        self.compressesOnDisk = true
+        self.preloadPolicy = .none
+        self.transform = transform
+    }
+
+    /// The value to cache for `original`: the transform's result, or `original` itself.
+    func apply(to original: Value) throws -> Value {
+        guard let transform else { return original }
+        return try transform(original)
+    }
+}
+
+/// What a format loads from disk into memory when its cache is created (Haneke for Objective-C's
+/// preload policies). Preloading runs in the background at low priority and gives way to real
+/// requests; it stops when the memory layer is full and never replaces a value already in memory.
+public enum PreloadPolicy: Sendable, Hashable {
+    /// Nothing is preloaded.
+    case none
+    /// The values read or written during the previous run of the program.
+    case lastSession
+    /// Every value on disk, most recently used first, until memory is full.
+    case all
+}

@@ -1,0 +1,79 @@
+import Foundation
+@_spi(HanekeInternals) import HanekeProtocols
+import CompressedStore
+import FileStore
+import Logging
+import MemoryStore
+
+/// One format of a cache and its layers, with typed handles on the default layers (for sizes,
+/// statistics, preloading).
+struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
+    var format: Format<Value>
+    var store: AnyStore<String, Value>
+    var memory: MemoryStore<String, Value>?
+    var disk: FileStore?
+    var compressed: CompressedStore<FileStore>?
+    var preload: Task<Void, Never>?
+
+    init(format: Format<Value>, store: AnyStore<String, Value>) {
+        self.format = format
+        self.store = store
+    }
+
+    /// Memory, then LZ4-compressed files in `<cacheDirectory>/<format>` (no disk layer for a capacity
+    /// of 0, a cache with no folder, or a folder that cannot be used — logged).
+    static func make(_ format: Format<Value>, cacheDirectory: String?, logger: Logger) -> FormatStack {
+        let memory = MemoryStore<String, Value>(
+            countLimit: format.memoryCountLimit,
+            costLimit: format.memoryCostLimit,
+            timeToLive: format.timeToLive,
+            name: "memory"
+        )
+        guard format.diskCapacity > 0, let cacheDirectory else {
+            var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
+            stack.memory = memory
+            return stack
+        }
+        let folder = cacheDirectory + "/" + CacheDirectory.pathComponent(format.name)
+        let disk: FileStore
+        do {
+            disk = try FileStore(
+                directory: folder,
+                configuration: .init(capacity: format.diskCapacity, timeToLive: format.timeToLive),
+                name: "disk"
+            )
+        } catch {
+            logger.error("The cache folder cannot be used; this format keeps values in memory only", metadata: ["folder": "\(folder)", "error": "\(error)"])
+            var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
+            stack.memory = memory
+            return stack
+        }
+        var stack: FormatStack
+        if format.compressesOnDisk {
+            let compressed = disk.compressed()
+            stack = FormatStack(format: format, store: memory.chained(to: compressed.coded(as: Value.self), logger: logger).eraseToAnyStore())
+            stack.compressed = compressed
+        } else {
+            stack = FormatStack(format: format, store: memory.chained(to: disk.coded(as: Value.self), logger: logger).eraseToAnyStore())
+        }
+        stack.memory = memory
+        stack.disk = disk
+        return stack
+    }
+
+    /// Starts loading values from disk into memory, as the format's preload policy says.
+    mutating func startPreloading(logger: Logger) {
+        guard format.preloadPolicy != .none, let memory, let disk else { return }
+        let policy = format.preloadPolicy
+        let format = self.format
+        let decode: @Sendable (Data) throws -> Value
+        if let compressed {
+            decode = { frame in try Value.convertFromData(compressed.decompress(frame)) }
+        } else {
+            decode = { try Value.convertFromData($0) }
+        }
+        preload = Task(priority: .background) {
+            await Preloader.run(policy: policy, format: format, disk: disk, memory: memory, decode: decode, logger: logger)
+        }
+    }
+}

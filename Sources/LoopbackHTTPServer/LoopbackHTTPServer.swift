@@ -1,0 +1,143 @@
+public import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A real HTTP/1.1 server on 127.0.0.1 (an ephemeral port), for the fetcher tests and the `haneke
+/// demo`: requests go through the kernel's loopback, libcurl and `URLSession` exactly as they would
+/// to a remote server. Built on SwiftNIO; each response comes from an async handler.
+public final class LoopbackHTTPServer: Sendable {
+    /// A request, as the handler sees it.
+    public struct Request: Sendable {
+        /// The method, `GET` for a fetcher.
+        public var method: String
+        /// The path and query, e.g. `/documents/42?format=json`.
+        public var uri: String
+    }
+
+    /// A response to send.
+    public struct Response: Sendable {
+        /// The status code.
+        public var status: Int
+        /// The body.
+        public var body: Data
+        /// The `Content-Length` to announce; by default the body's length. A larger number makes the
+        /// server send the head, the (short) body, and then close: a body cut short.
+        public var announcedLength: Int?
+        /// Extra headers.
+        public var headers: [(String, String)]
+
+        /// Creates a response.
+        /// - Parameters:
+        ///   - status: The status code; 200 by default.
+        ///   - body: The body; empty by default.
+        ///   - announcedLength: The `Content-Length` to announce; the body's length by default.
+        ///   - headers: Extra headers; none by default.
+        public init(status: Int = 200, body: Data = Data(), announcedLength: Int? = nil, headers: [(String, String)] = []) {
+            self.status = status
+            self.body = body
+            self.announcedLength = announcedLength
+            self.headers = headers
+        }
+    }
+
+    /// The port the server listens on.
+    public let port: Int
+    private let listener: any Channel
+    private let served = Atomic<Int>(0)
+    private let received = Atomic<Int>(0)
+    private let byPath: Mutex<[String: Int]>
+
+    /// The server's root URL, `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The number of requests answered so far.
+    public var requestCount: Int { served.load(ordering: .relaxed) }
+
+    /// The number of requests received so far, answered or not.
+    public var requestsReceived: Int { received.load(ordering: .relaxed) }
+
+    /// The number of requests for one path (without the query) answered so far.
+    /// - Parameter path: A path such as `/documents/1`.
+    /// - Returns: The count.
+    public func requestCount(path: String) -> Int {
+        byPath.withLock { $0[path] ?? 0 }
+    }
+
+    private init(port: Int, listener: any Channel) {
+        self.port = port
+        self.listener = listener
+        self.byPath = Mutex([:])
+    }
+
+    /// Starts a server whose responses come from `handler`.
+    /// - Parameter handler: Answers each request.
+    /// - Returns: The running server.
+    /// - Throws: NIO's error when the socket cannot be bound.
+    public static func start(handler: @escaping @Sendable (Request) async -> Response) async throws -> LoopbackHTTPServer {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        guard let port = server.channel.localAddress?.port else {
+            throw CancellationError()
+        }
+        let instance = LoopbackHTTPServer(port: port, listener: server.channel)
+        Task {
+            try? await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { connections in
+                    for try await connection in connections {
+                        group.addTask { await instance.serve(connection, handler: handler) }
+                    }
+                }
+            }
+        }
+        return instance
+    }
+
+    /// Stops listening (connections in progress finish).
+    public func shutdown() async {
+        try? await listener.close()
+    }
+
+    private func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>,
+        handler: @Sendable (Request) async -> Response
+    ) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            for try await part in inbound {
+                switch part {
+                case .head(let requestHead):
+                    head = requestHead
+                case .body:
+                    break
+                case .end:
+                    guard let requestHead = head else { return }
+                    received.add(1, ordering: .relaxed)
+                    let response = await handler(Request(method: requestHead.method.rawValue, uri: requestHead.uri))
+                    served.add(1, ordering: .relaxed)
+                    let path = String(requestHead.uri.split(separator: "?", maxSplits: 1).first ?? "")
+                    byPath.withLock { $0[path, default: 0] += 1 }
+                    var headers = HTTPHeaders()
+                    headers.add(name: "Content-Length", value: String(response.announcedLength ?? response.body.count))
+                    for (name, value) in response.headers { headers.add(name: name, value: value) }
+                    try await outbound.write(.head(HTTPResponseHead(version: requestHead.version, status: .init(statusCode: response.status), headers: headers)))
+                    if !response.body.isEmpty {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
+                    }
+                    if let announced = response.announcedLength, announced > response.body.count {
+                        return   // close with the body cut short
+                    }
+                    try await outbound.write(.end(nil))
+                    head = nil
+                }
+            }
+        }
+    }
+}

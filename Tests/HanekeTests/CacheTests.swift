@@ -1,0 +1,288 @@
+import Foundation
+@testable import Haneke
+@_spi(HanekeInternals) import HanekeProtocols
+import HanekeTesting
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct CacheTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "cache")
+    }
+
+    func makeCache(name: String = "test", originalFormat: Format<String>? = nil) -> Cache<String> {
+        Cache<String>(name: name, directory: directory.appending(name), originalFormat: originalFormat)
+    }
+
+    func layer(_ name: String, of cache: Cache<String>, format: String = Cache<String>.originalFormatName) throws -> StoreStatistics {
+        try #require(try cache.layerStatistics(formatName: format).first { $0.name == name }).statistics
+    }
+
+    @Test func aMemoryHitIsServedWithoutTheDisk() async throws {
+        let cache = makeCache()
+        try await cache.set("value", forKey: "k")
+        let diskReads = try layer("disk", of: cache).hits + layer("disk", of: cache).misses
+        #expect(try await cache.fetch(key: "k") == "value")
+        #expect(try layer("memory", of: cache).hits == 1)
+        #expect(try layer("disk", of: cache).hits + layer("disk", of: cache).misses == diskReads)
+    }
+
+    @Test func aDiskHitAfterTheMemoryIsCleared() async throws {
+        let cache = makeCache()
+        try await cache.set("value", forKey: "k")
+        cache.removeAllFromMemory()
+        #expect(try await cache.fetch(key: "k") == "value")
+        #expect(try layer("disk", of: cache).hits == 1)
+        #expect(try await cache.fetch(key: "k") == "value")   // promoted back into memory
+        #expect(try layer("memory", of: cache).hits == 1)
+    }
+
+    @Test func valuesSurviveANewCacheOnTheSameFolder() async throws {
+        try await makeCache(name: "persisted").set("kept", forKey: "k")
+        #expect(try await makeCache(name: "persisted").fetch(key: "k") == "kept")
+    }
+
+    @Test func aFormatWithDiskCapacityZeroPersistsNothing() async throws {
+        let cache = makeCache()
+        cache.addFormat(Format(name: "volatile", diskCapacity: 0))
+        try await cache.set("in memory", forKey: "k", formatName: "volatile")
+        #expect(try await cache.fetch(key: "k", formatName: "volatile") == "in memory")
+        #expect(try cache.diskStore(formatName: "volatile") == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("test/volatile")))
+        #expect(try cache.layerStatistics(formatName: "volatile").map(\.name) == ["memory", "fetcher"])
+    }
+
+    @Test func removingFromOneFormatLeavesAnother() async throws {
+        let cache = makeCache()
+        cache.addFormat(Format(name: "other"))
+        try await cache.set("a", forKey: "k")
+        try await cache.set("b", forKey: "k", formatName: "other")
+        try await cache.remove(key: "k")
+        await #expect(throws: StoreError.self) { try await cache.fetch(key: "k") }
+        #expect(try await cache.fetch(key: "k", formatName: "other") == "b")
+    }
+
+    @Test func anUnknownFormatIsFormatNotFound() async throws {
+        let cache = makeCache()
+        let error = await #expect(throws: StoreError.self) { try await cache.fetch(key: "k", formatName: "nope") }
+        #expect(error?.code == .formatNotFound)
+        #expect(error?.message.contains("'nope'") == true)
+        #expect(error?.message.contains("'original'") == true)
+        await #expect(throws: StoreError.self) { try await cache.set("v", forKey: "k", formatName: "nope") }
+        await #expect(throws: StoreError.self) { try await cache.remove(key: "k", formatName: "nope") }
+    }
+
+    @Test func aMissWithoutAFetcherIsNotFound() async throws {
+        let error = await #expect(throws: StoreError.self) { try await makeCache().fetch(key: "absent") }
+        #expect(error?.code == .notFound)
+    }
+
+    @Test func removeAllThenSetThenFetchWorks() async throws {
+        let cache = makeCache()
+        cache.addFormat(Format(name: "other"))
+        try await cache.set("a", forKey: "k")
+        try await cache.set("b", forKey: "k", formatName: "other")
+        try await cache.removeAll()
+        await #expect(throws: StoreError.self) { try await cache.fetch(key: "k") }
+        await #expect(throws: StoreError.self) { try await cache.fetch(key: "k", formatName: "other") }
+        #expect(cache.size == 0)
+        try await cache.set("again", forKey: "k")
+        #expect(try await cache.fetch(key: "k") == "again")
+        #expect(cache.size > 0)
+    }
+
+    @Test func aFetcherFillsEveryLayerAndIsNotAskedTwice() async throws {
+        let cache = makeCache()
+        let calls = Locked(0)
+        let fetcher = ClosureFetcher<String, String> { key in
+            calls.withLock { $0 += 1 }
+            return "fetched \(key)"
+        }
+        #expect(try await cache.fetch(key: "k", fetcher: fetcher) == "fetched k")
+        #expect(try await cache.fetch(key: "k", fetcher: fetcher) == "fetched k")
+        cache.removeAllFromMemory()
+        #expect(try await cache.fetch(key: "k", fetcher: fetcher) == "fetched k")
+        #expect(calls.withLock { $0 } == 1)
+        #expect(try layer("fetcher", of: cache).hits == 1)
+    }
+
+    @Test func theFormatTransformRunsOnceBeforeCachingAndOffTheCallersTask() async throws {
+        let runs = Locked(0)
+        let cache = makeCache()
+        cache.addFormat(Format(name: "upper") { value in
+            runs.withLock { $0 += 1 }
+            return value.uppercased()
+        })
+        #expect(try await cache.fetch(key: "k", formatName: "upper") { _ in "shout" } == "SHOUT")
+        #expect(try await cache.fetch(key: "k", formatName: "upper") { _ in "unused" } == "SHOUT")
+        try await cache.set("quiet", forKey: "j", formatName: "upper")
+        #expect(try await cache.fetch(key: "j", formatName: "upper") == "QUIET")
+        #expect(runs.withLock { $0 } == 2)
+        #expect(try await cache.fetch(key: "k") { _ in "plain" } == "plain")   // the original format is untouched
+    }
+
+    @Test func aFailingTransformFailsTheFetchAndCachesNothing() async throws {
+        let cache = makeCache()
+        cache.addFormat(Format(name: "strict") { _ in throw StoreError(.encoding, "refused") })
+        await #expect(throws: StoreError.self) { try await cache.fetch(key: "k", formatName: "strict") { _ in "v" } }
+        await #expect(throws: StoreError.self) { try await cache.fetch(key: "k", formatName: "strict") }
+    }
+
+    @Test func concurrentFetchesShareOneFetcherCall() async throws {
+        let cache = makeCache()
+        let calls = Locked(0)
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    try await cache.fetch(key: "k") { key in
+                        calls.withLock { $0 += 1 }
+                        try await Task.sleep(for: .milliseconds(50))
+                        return "v"
+                    }
+                }
+            }
+            for try await value in group { #expect(value == "v") }
+        }
+        #expect(calls.withLock { $0 } == 1)
+    }
+
+    @Test func aCustomStackIsUsedAsIs() async throws {
+        let recording = RecordingStore(wrapping: MemoryStore<String, String>())
+        let cache = Cache<String>(name: "custom", stack: recording)
+        try await cache.set("v", forKey: "k")
+        #expect(try await cache.fetch(key: "k") == "v")
+        #expect(recording.calls.map(\.key) == ["k", "k"])
+        #expect(cache.directory == nil)
+        #expect(cache.size == 0)
+    }
+
+    @Test func aBrokenDiskIsAMissNotAFailure() async throws {
+        let disk = FailingStore(wrapping: MemoryStore<String, String>(), failing: .read, name: "disk")
+        let cache = Cache<String>(name: "degraded", stack: MemoryStore<String, String>().chained(to: disk))
+        #expect(try await cache.fetch(key: "k") { _ in "from the source" } == "from the source")
+    }
+
+    @Test func anUnusableFolderLeavesAMemoryOnlyCache() async throws {
+        let file = directory.appending("a file")
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
+        let cache = Cache<String>(name: "x", directory: file)   // a file, not a folder
+        try await cache.set("still works", forKey: "k")
+        #expect(try await cache.fetch(key: "k") == "still works")
+        #expect(try cache.diskStore() == nil)
+    }
+
+    @Test func theCompressedDiskLayerReportsItsRatio() async throws {
+        let cache = Cache<JSON>(name: "json", directory: directory.appending("json"))
+        let document: JSON = ["items": .array((0..<200).map { ["id": .number(Double($0)), "name": "item", "tags": ["a", "b"]] })]
+        try await cache.set(document, forKey: "doc")
+        cache.removeAllFromMemory()
+        #expect(try await cache.fetch(key: "doc") == document)
+        let ratio = try #require(try cache.compressionStatistics()?.ratio)
+        #expect(ratio > 3)
+    }
+
+    @Test func dataStringAndJSONCachesRoundTrip() async throws {
+        let data = Cache<Data>(name: "data", directory: directory.appending("data"))
+        let json = Cache<JSON>(name: "json", directory: directory.appending("json"))
+        try await data.set(Data([0, 1, 2, 255]), forKey: "k")
+        try await json.set(["nested": ["list": [1, 2, 3]]], forKey: "k")
+        data.removeAllFromMemory()
+        json.removeAllFromMemory()
+        #expect(try await data.fetch(key: "k") == Data([0, 1, 2, 255]))
+        #expect(try await json.fetch(key: "k")["nested"]?["list"]?.array?.count == 3)
+    }
+
+    @Test func sharedCachesAreReachable() async throws {
+        let key = "haneke-test-\(UUID().uuidString)"
+        try await Shared.dataCache.set(Data("d".utf8), forKey: key)
+        try await Shared.stringCache.set("s", forKey: key)
+        try await Shared.JSONCache.set(["j": true], forKey: key)
+        #expect(try await Shared.dataCache.fetch(key: key) == Data("d".utf8))
+        #expect(try await Shared.stringCache.fetch(key: key) == "s")
+        #expect(try await Shared.JSONCache.fetch(key: key)["j"]?.bool == true)
+        #expect(Shared.JSONCache.directory?.hasSuffix("/haneke/shared-json") == true)
+        try await Shared.dataCache.remove(key: key)
+        try await Shared.stringCache.remove(key: key)
+        try await Shared.JSONCache.remove(key: key)
+    }
+
+    // MARK: - Folders
+
+    @Test func theFolderFollowsXDGThenHome() {
+        #expect(CacheDirectory.root(forCacheNamed: "c", environment: ["XDG_CACHE_HOME": "/x", "HOME": "/h"]) == "/x/haneke/c")
+        #expect(CacheDirectory.root(forCacheNamed: "c", environment: ["HOME": "/h"]) == "/h/.cache/haneke/c")
+        #expect(CacheDirectory.root(forCacheNamed: "c", environment: ["XDG_CACHE_HOME": "relative", "HOME": "/h"]) == "/h/.cache/haneke/c")
+        #expect(CacheDirectory.root(forCacheNamed: "c", environment: [:]).hasSuffix("/haneke/c"))
+    }
+
+    @Test(arguments: [("", "%"), (".", "%2E"), ("..", "%2E%2E"), ("../etc", "..%2Fetc"), ("a b", "a%20b"), ("ok-name_1.x", "ok-name_1.x"), ("ü", "%C3%BC")])
+    func namesBecomeSafePathComponents(name: String, component: String) {
+        #expect(CacheDirectory.pathComponent(name) == component)
+        #expect(!CacheDirectory.pathComponent(name).contains("/"))
+    }
+
+    @Test func formatsLiveInTheirOwnFolders() async throws {
+        let cache = makeCache(name: "folders")
+        cache.addFormat(Format(name: "../escape"))
+        try await cache.set("v", forKey: "k", formatName: "../escape")
+        #expect(FileManager.default.fileExists(atPath: directory.appending("folders/..%2Fescape")))
+        #expect(cache.formatNames == ["../escape", "original"])
+    }
+
+    // MARK: - Preloading
+
+    func fill(_ name: String, format: Format<String>, keys: [String]) async throws {
+        let cache = makeCache(name: name, originalFormat: format)
+        for key in keys { try await cache.set("value of \(key)", forKey: key) }
+    }
+
+    @Test func preloadingAllFillsMemoryFromDisk() async throws {
+        var format = Format<String>(name: "original")
+        try await fill("all", format: format, keys: ["a", "b", "c"])
+        format.preloadPolicy = .all
+        let cache = makeCache(name: "all", originalFormat: format)
+        await cache.waitForPreloading()
+        let memory = try #require(try cache.stack(for: "original").memory)
+        #expect(Set(memory.keysByRecency) == ["a", "b", "c"])
+        #expect(try await cache.fetch(key: "b") == "value of b")
+        #expect(try layer("memory", of: cache).hits == 1)
+    }
+
+    @Test func preloadingStopsWhenMemoryIsFull() async throws {
+        var format = Format<String>(name: "original")
+        try await fill("full", format: format, keys: (0..<10).map { "k\($0)" })
+        format.preloadPolicy = .all
+        format.memoryCountLimit = 4
+        let cache = makeCache(name: "full", originalFormat: format)
+        await cache.waitForPreloading()
+        let memory = try #require(try cache.stack(for: "original").memory)
+        #expect(memory.count == 4)
+        #expect(Set(memory.keysByRecency) == ["k9", "k8", "k7", "k6"])   // the most recently used
+    }
+
+    @Test func preloadingTheLastSessionLoadsOnlyWhatItUsed() async throws {
+        let clock = "lastSession"
+        var format = Format<String>(name: "original")
+        try await fill(clock, format: format, keys: ["old1", "old2"])          // session 1
+        do {
+            let session2 = makeCache(name: clock, originalFormat: format)       // session 2 uses "old2" and "new"
+            _ = try await session2.fetch(key: "old2")
+            try await session2.set("value of new", forKey: "new")
+        }
+        format.preloadPolicy = .lastSession
+        let session3 = makeCache(name: clock, originalFormat: format)
+        await session3.waitForPreloading()
+        let memory = try #require(try session3.stack(for: "original").memory)
+        #expect(Set(memory.keysByRecency) == ["old2", "new"])
+    }
+
+    @Test func noPreloadingLeavesMemoryEmpty() async throws {
+        let format = Format<String>(name: "original")
+        try await fill("none", format: format, keys: ["a"])
+        let cache = makeCache(name: "none", originalFormat: format)
+        await cache.waitForPreloading()
+        #expect(try cache.stack(for: "original").memory?.count == 0)
+    }
+}
