@@ -21,7 +21,7 @@ test: deps
 	$(SWIFT) test --skip-build
 
 demo: deps
-	$(SWIFT) run -c release QuickStart
+	$(SWIFT) run -c release haneke demo
 
 # Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the
 # table and writes bench-results.json; `make bench-smoke` runs every benchmark a few iterations.

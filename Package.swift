@@ -12,11 +12,13 @@ let package = Package(
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
         .library(name: "Haneke", targets: ["Haneke"]),
+        .executable(name: "haneke", targets: ["haneke"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // MARK: - Core
@@ -62,6 +64,13 @@ let package = Package(
             ]
         ),
 
+        // MARK: - Tool
+
+        .executableTarget(
+            name: "haneke",
+            dependencies: ["Haneke", "LoopbackHTTPServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
         // MARK: - Test support
 
         // A real HTTP server on loopback, for the fetcher tests and `haneke demo` (not a product).
@@ -84,6 +93,14 @@ let package = Package(
             path: "Examples/QuickStart",
             exclude: ["README.md"]
         ),
+        .executableTarget(name: "CustomStack", dependencies: ["Haneke"], path: "Examples/CustomStack", exclude: ["README.md"]),
+        .executableTarget(name: "CustomType", dependencies: ["Haneke"], path: "Examples/CustomType", exclude: ["README.md"]),
+        .executableTarget(name: "SwapBackendsInTests", dependencies: ["Haneke"], path: "Examples/SwapBackendsInTests/Sources"),
+        .testTarget(
+            name: "SwapBackendsInTestsTests",
+            dependencies: ["SwapBackendsInTests", "Haneke", "HanekeTesting"],
+            path: "Examples/SwapBackendsInTests/Tests"
+        ),
 
         // MARK: - Tests
 
@@ -99,6 +116,10 @@ let package = Package(
         .testTarget(
             name: "HanekeTests",
             dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer"]
+        ),
+        .testTarget(
+            name: "HanekeToolTests",
+            dependencies: ["haneke", "Haneke", "HanekeTesting"]
         ),
         .testTarget(
             name: "CompressedStoreTests",

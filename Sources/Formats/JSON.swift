@@ -1,3 +1,4 @@
+public import Foundation
 public import HanekeProtocols
 
 /// A JSON document as a value: what `Cache<JSON>` stores when you do not have a `Codable` model.
@@ -12,7 +13,7 @@ public import HanekeProtocols
 ///
 /// Numbers are `Double`s, as in JavaScript: integers beyond ±2^53 lose precision (store such IDs as
 /// strings, or use a `Codable` model).
-public enum JSON: Sendable, Hashable, DataConvertible, DataRepresentable {
+public enum JSON: Sendable, Hashable {
     /// `null`.
     case null
     /// `true` or `false`.
@@ -133,5 +134,22 @@ extension JSON: ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral, Expres
     /// An object; a repeated key keeps its last value.
     public init(dictionaryLiteral elements: (String, JSON)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension JSON: DataConvertible, DataRepresentable {
+    /// Parses JSON text (any value at the top, as RFC 8259 allows).
+    /// - Parameter data: UTF-8 JSON.
+    /// - Returns: The value.
+    /// - Throws: `StoreError` with code `decoding`, saying what was wrong and at which byte.
+    public static func convertFromData(_ data: Data) throws -> JSON {
+        try JSONParser.parse(data)
+    }
+
+    /// The value as compact JSON with sorted keys (equal values give equal bytes).
+    /// - Returns: UTF-8 JSON.
+    /// - Throws: `StoreError` with code `encoding` for a number JSON cannot represent (NaN, infinity).
+    public func asData() throws -> Data {
+        try JSONWriter.write(self)
     }
 }

@@ -25,6 +25,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     private let logger: Logger
     private let formats = Locked<[String: FormatStack<Value>]>([:])
     private let flights = SingleFlight<FlightKey, Value>()
+    private let changes = ChangeTracker<FlightKey>()
     private let fetchCounter = StatisticsCounter()
 
     private struct FlightKey: Hashable, Sendable {
@@ -142,11 +143,16 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         fetcher: some Fetcher<String, Value>
     ) async throws -> Value {
         let stack = try stack(for: formatName)
+        let flightKey = FlightKey(format: formatName, key: key)
+        let generation = changes.totalMark
         if let value = try await stack.store.value(forKey: key) {
             return value
         }
-        return try await flights.value(for: FlightKey(format: formatName, key: key)) { [logger, fetchCounter] in
-            if let value = try await stack.store.value(forKey: key) {
+        return try await flights.value(for: flightKey) { [logger, fetchCounter, changes] in
+            defer { changes.recordFill() }
+            let keyMark = changes.mark(for: flightKey)
+            // Read again only if something may have filled the layers since this caller's read.
+            if changes.totalMark != generation, let value = try await stack.store.value(forKey: key) {
                 return value
             }
             let original: Value
@@ -158,6 +164,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
                 throw error
             }
             let value = try stack.format.apply(to: original)
+            // A value set or removed meanwhile wins over the fetched one.
+            guard !Task.isCancelled, changes.mark(for: flightKey) == keyMark else { return value }
             do {
                 try await stack.store.setValue(value, forKey: key)
             } catch {
@@ -218,6 +226,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         } else {
             transformed = value
         }
+        changes.recordChange(to: FlightKey(format: formatName, key: key))
         try await stack.store.setValue(transformed, forKey: key)
     }
 
@@ -227,12 +236,15 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   - formatName: The format; the original by default.
     /// - Throws: `formatNotFound`, or the first layer's error.
     public func remove(key: String, formatName: String = Cache.originalFormatName) async throws {
-        try await stack(for: formatName).store.removeValue(forKey: key)
+        let stack = try stack(for: formatName)
+        changes.recordChange(to: FlightKey(format: formatName, key: key))
+        try await stack.store.removeValue(forKey: key)
     }
 
     /// Empties every format. The cache stays usable.
     /// - Throws: The first layer's error, after every format was emptied.
     public func removeAll() async throws {
+        changes.recordChangeToEveryKey()
         var firstError: (any Error)?
         for stack in formats.withLock({ Array($0.values) }) {
             do { try await stack.store.removeAll() } catch { firstError = firstError ?? error }

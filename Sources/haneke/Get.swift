@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import Haneke
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the value stored for a key to stdout, decompressing an LZ4 frame.",
+        discussion: "Reads the file directly: nothing is changed, and an expired entry counts as missing."
+    )
+
+    @Argument(help: "The cache folder (one format's FileStore directory).")
+    var directory: String
+
+    @Argument(help: "The key.")
+    var key: String
+
+    @Flag(help: "Write the payload as stored, without decompressing it.")
+    var raw = false
+
+    @Option(help: "The most bytes a value may decompress to.")
+    var decompressionLimit = ByteSize(bytes: 1 << 30)
+
+    func run() throws {
+        let folder = try requireStoreFolder(directory)
+        guard let payload = try FileStore.payload(forKey: key, inDirectory: folder) else {
+            throw ToolError("no entry for key \"\(key)\" in \(folder)")
+        }
+        let value = !raw && LZ4Frame.looksLikeFrame(payload)
+            ? try LZ4Frame.decompress(payload, limit: decompressionLimit.bytes)
+            : payload
+        FileHandle.standardOutput.write(value)
+    }
+}

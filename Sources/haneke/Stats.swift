@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import Haneke
+
+struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Summarise a cache folder: entries, sizes, LZ4 ratio, expired entries, problems."
+    )
+
+    @Argument(help: "The cache folder (one format's FileStore directory).")
+    var directory: String
+
+    func run() throws {
+        let folder = try requireStoreFolder(directory)
+        let inspection = try FileStore.inspect(directory: folder)
+        let entries = inspection.entries
+        var frames = 0
+        var framed = 0
+        var unframed = 0
+        var content = 0
+        for entry in entries {
+            guard let payload = try? FileStore.payload(forKey: entry.key, inDirectory: folder) else { continue }
+            if let size = LZ4Frame.recordedContentSize(of: payload) {
+                frames += 1
+                framed += payload.count
+                content += size
+            } else {
+                unframed += payload.count
+            }
+        }
+        let now = Date()
+        let rows: [[String]] = [
+            ["entries", "\(entries.count)"],
+            ["on disk (files)", ByteSize.format(entries.reduce(0) { $0 + $1.storedSize })],
+            ["payloads", ByteSize.format(entries.reduce(0) { $0 + $1.payloadSize })],
+            ["LZ4 frames", "\(frames)"],
+            ["values before compression", ByteSize.format(content + unframed)],
+            ["LZ4 ratio", framed == 0 ? "—" : String(format: "%.2f", Double(content) / Double(framed))],
+            ["expired", "\(entries.filter { ($0.expires ?? .distantFuture) <= now }.count)"],
+            ["oldest", entries.map(\.created).min()?.iso8601 ?? "—"],
+            ["newest", entries.map(\.created).max()?.iso8601 ?? "—"],
+            ["problems", "\(inspection.problems.count)"],
+        ]
+        printTable(["", folder], rows)
+    }
+}

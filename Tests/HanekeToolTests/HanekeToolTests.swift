@@ -1,0 +1,197 @@
+import Foundation
+import Haneke
+import HanekeTesting
+import Testing
+
+/// The `haneke` tool, run as a separate process the way a user runs it.
+@Suite(.timeLimit(.minutes(2)))
+struct HanekeToolTests {
+    struct Run {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+        var output: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    static let binary: String = {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [here, here.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("haneke").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return here.appendingPathComponent("haneke").path
+    }()
+
+    static func haneke(_ arguments: String...) throws -> Run {
+        try haneke(arguments)
+    }
+
+    static func md5(_ key: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(key.utf8))
+        try input.fileHandleForWriting.close()
+        let digest = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: digest, as: UTF8.self).prefix(32).uppercased()
+    }
+
+    /// A cache folder with a few JSON entries; returns the store's folder.
+    static func makeStore(in directory: TemporaryDirectory, keys: [String]) async throws -> String {
+        let cache = Cache<JSON>(name: "tool", directory: directory.path)
+        for key in keys {
+            try await cache.set(["key": .string(key), "padding": .string(String(repeating: "abc", count: 200))], forKey: key)
+        }
+        let disk = try #require(try cache.diskStore())
+        try disk.flush()
+        return disk.directory
+    }
+
+    @Test func inspectAsJSONListsKeysWhoseMD5IsTheFileName() async throws {
+        let directory = try TemporaryDirectory()
+        let keys = ["alpha", "https://example.com/β?x=1", "", "../../etc/passwd"]
+        let folder = try await Self.makeStore(in: directory, keys: keys)
+
+        let run = try Self.haneke("inspect", folder, "--json")
+        #expect(run.status == 0, "\(run.stderr)")
+        struct Row: Decodable { var key: String; var file: String; var payloadSize: Int; var storedSize: Int }
+        let rows = try JSONDecoder().decode([Row].self, from: run.stdout)
+        #expect(Set(rows.map(\.key)) == Set(keys))
+        for row in rows {
+            let md5 = try Self.md5(row.key)
+            #expect(row.file == "\(folder)/\(md5.prefix(2))/\(md5)")
+            #expect(row.storedSize == 40 + row.key.utf8.count + row.payloadSize)
+        }
+        let table = try Self.haneke("inspect", folder)
+        #expect(table.status == 0)
+        #expect(table.output.contains("alpha"))
+        #expect(table.output.contains("4 entries"))
+    }
+
+    @Test func verifyFindsPlantedDamageAndRepairRemovesIt() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["good", "flipped", "other"])
+
+        // A flipped bit inside an LZ4 frame, a garbage file under a valid name, a crashed writer's file.
+        let flipped = "\(folder)/\(try Self.md5("flipped").prefix(2))/\(try Self.md5("flipped"))"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: flipped))
+        bytes[bytes.count - 10] ^= 0x40
+        try bytes.write(to: URL(fileURLWithPath: flipped))
+        let garbageName = try Self.md5("never written")
+        try FileManager.default.createDirectory(atPath: "\(folder)/\(garbageName.prefix(2))", withIntermediateDirectories: true)
+        let garbage = "\(folder)/\(garbageName.prefix(2))/\(garbageName)"
+        try Data("not a cache file".utf8).write(to: URL(fileURLWithPath: garbage))
+        let leftover = "\(folder)/\(garbageName.prefix(2))/.tmp.999999999.7"
+        try Data("half".utf8).write(to: URL(fileURLWithPath: leftover))
+
+        let check = try Self.haneke("verify", folder, "--quiet")
+        #expect(check.status == 1)
+        #expect(check.output.contains(flipped))
+        #expect(check.output.contains("damaged"))
+        #expect(check.output.contains(garbage))
+        #expect(check.output.contains(leftover))
+        #expect(check.output.contains("3 problem(s)"))
+
+        let repair = try Self.haneke("verify", folder, "--repair", "--quiet")
+        #expect(repair.status == 0, "\(repair.stderr)")
+        #expect(repair.output.contains("removed 3"))
+        for path in [flipped, garbage, leftover] { #expect(!FileManager.default.fileExists(atPath: path)) }
+
+        let again = try Self.haneke("verify", folder)
+        #expect(again.status == 0)
+        #expect(again.output.contains("2 valid, 0 problem(s)"))
+    }
+
+    @Test func getWritesTheDecompressedValue() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["doc"])
+        let run = try Self.haneke("get", folder, "doc")
+        #expect(run.status == 0)
+        let json = try JSON.convertFromData(run.stdout)
+        #expect(json["key"]?.string == "doc")
+
+        let raw = try Self.haneke("get", folder, "doc", "--raw")
+        #expect(LZ4Frame.looksLikeFrame(raw.stdout))
+    }
+
+    @Test func errorsAreOneLineOnStderrAndANonZeroStatus() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["doc"])
+        for arguments in [["get", folder, "missing key"], ["inspect", directory.appending("nope")], ["trim", folder, "--to", "lots"]] {
+            let process = try Self.haneke(arguments)
+            #expect(process.status != 0, "\(arguments)")
+            #expect(process.stdout.isEmpty, "\(arguments)")
+            #expect(!process.stderr.isEmpty, "\(arguments)")
+        }
+        let missing = try Self.haneke(["get", folder, "missing key"])
+        #expect(missing.stderr.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").count == 1)
+        #expect(missing.stderr.contains("missing key"))
+
+        let cacheFolder = try Self.haneke(["inspect", directory.path])
+        #expect(cacheFolder.stderr.contains("pass one of its formats"))
+    }
+
+    @Test func trimEvictsTheLeastRecentlyUsed() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: (0..<10).map { "key-\($0)" })
+        let run = try Self.haneke("trim", folder, "--to", "500")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.output.contains("10 entries"))
+        let store = try FileStore(directory: folder, configuration: .init(capacity: nil))
+        #expect(store.totalSize <= 500)
+        #expect(store.count > 0 && store.count < 10)
+        // What is left are the most recently written entries.
+        #expect(Set(store.keys()) == Set((10 - store.count..<10).map { "key-\($0)" }))
+    }
+
+    @Test func statsShowsTheRatio() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["a", "b"])
+        let run = try Self.haneke("stats", folder)
+        #expect(run.status == 0)
+        #expect(run.output.contains("LZ4 ratio"))
+        #expect(run.output.contains("entries"))
+    }
+
+    @Test func helpDocumentsEveryCommand() throws {
+        let help = try Self.haneke("--help")
+        #expect(help.status == 0)
+        for command in ["demo", "inspect", "get", "verify", "trim", "stats"] {
+            #expect(help.output.contains(command))
+            let sub = try Self.haneke("help", command)
+            #expect(sub.status == 0)
+            #expect(sub.output.contains("USAGE: haneke \(command)"))
+        }
+    }
+
+    @Test func theDemoRunsAndPrintsItsTables() throws {
+        let directory = try TemporaryDirectory()
+        let run = try Self.haneke("demo", "--documents", "40", "--dir", directory.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        for text in ["cold", "warm", "hot", "memory", "disk", "fetcher", "LZ4 frames", "haneke inspect"] {
+            #expect(run.output.contains(text), "\(text)")
+        }
+        let folder = directory.appending("original")
+        #expect(try Self.haneke("verify", folder).status == 0)
+    }
+
+    static func haneke(_ arguments: [String]) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
