@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(
             name: "HanekeTestingTests",
-            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore"]
+            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke"]
         ),
     ]
 )

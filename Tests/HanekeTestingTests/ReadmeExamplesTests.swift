@@ -1,21 +1,45 @@
-// The examples of README.md, verbatim, so that they keep compiling and working.
+// The examples of README.md, so that they keep compiling and working. Blocks that would reach the
+// network or write under ~/.cache are compiled verbatim in functions that are not called, and run
+// with a temporary folder beside them.
 
-import CompressedStore
-import FileStore
 import Foundation
-import Formats
-import HanekeProtocols
+import Haneke
 import HanekeTesting
-import MemoryStore
 import Testing
 
-struct ReadmeExamplesTests {
-    struct Greeting: Codable, Hashable, Sendable, DataConvertible, DataRepresentable {
-        var text: String
-        var language: String
-    }
+struct Greeting: Codable, Hashable, Sendable, DataConvertible, DataRepresentable {
+    var text: String
+    var language: String
+}
 
-    @Test func aCacheStackInAFewLines() async throws {
+/// README "A cache in three lines", verbatim (not run: it reaches api.github.com).
+func aCacheInThreeLines() async throws {
+    let cache = Cache<JSON>(name: "github")
+    let user = try await cache.fetch(url: URL(string: "https://api.github.com/users/haneke")!)
+    print(user["bio"]?.string ?? "")
+}
+
+/// README "Formats", verbatim (not run: it writes under ~/.cache).
+func formats() async throws {
+    let articles = Cache<JSON>(name: "articles")
+    var summaries = Format<JSON>(name: "summary", diskCapacity: 10 << 20) { article in
+        ["title": article["title"] ?? .null]
+    }
+    summaries.preloadPolicy = .lastSession   // or .all, or .none (the default)
+    articles.addFormat(summaries)
+
+    let summary = try await articles.fetch(key: "42", formatName: "summary") { key in
+        try await loadArticle(key)
+    }
+    _ = summary
+}
+
+@Sendable func loadArticle(_ key: String) async throws -> JSON {
+    ["title": .string("Article \(key)"), "body": "A long text."]
+}
+
+struct ReadmeExamplesTests {
+    @Test func customStacks() async throws {
         let hot = MemoryStore<String, Greeting>(countLimit: 2, name: "hot")
         let warm = MemoryStore<String, Data>(costLimit: 1 << 20, name: "warm")
         let greetings = hot
@@ -37,18 +61,33 @@ struct ReadmeExamplesTests {
         let path = directory.path   // "/var/cache/greetings" in the README
         let disk = try FileStore(directory: path, capacity: 200 << 20)
         let greetingsOnDisk = MemoryStore<String, Greeting>(countLimit: 1_000)
-            .chained(to: disk.coded(as: Greeting.self))
+            .chained(to: disk.compressed().coded(as: Greeting.self))
 
         try await greetingsOnDisk.setValue(Greeting(text: "Hi", language: "en"), forKey: "bob")
         #expect(disk.keys() == ["bob"])
+        #expect(try await greetingsOnDisk.value(forKey: "bob")?.text == "Hi")
+    }
+
+    @Test func formatsRun() async throws {
+        let directory = try TemporaryDirectory()
+        let articles = Cache<JSON>(name: "articles", directory: directory.path)
+        var summaries = Format<JSON>(name: "summary", diskCapacity: 10 << 20) { article in
+            ["title": article["title"] ?? .null]
+        }
+        summaries.preloadPolicy = .lastSession
+        articles.addFormat(summaries)
+        let summary = try await articles.fetch(key: "42", formatName: "summary") { key in
+            try await loadArticle(key)
+        }
+        #expect(summary == ["title": "Article 42"])
     }
 
     @Test func aCompressedDisk() async throws {
         let directory = try TemporaryDirectory()
-        let disk = try FileStore(directory: directory.path, capacity: 500 << 20)
+        let compressedDisk = try FileStore(directory: directory.path, capacity: 500 << 20)
             .compressed(.init(level: .fast, decompressionLimit: 16 << 20))
-        try await disk.setValue(Data("hello".utf8), forKey: "k")
-        #expect(try await disk.value(forKey: "k") == Data("hello".utf8))
+        try await compressedDisk.setValue(Data("hello".utf8), forKey: "k")
+        #expect(try await compressedDisk.value(forKey: "k") == Data("hello".utf8))
     }
 
     @Test func myStoreBehavesLikeAStore() async throws {
