@@ -1,6 +1,6 @@
 // QuickStart: a two-layer cache in front of a slow source, printing where every value came from.
 //
-//   swift run QuickStart        (or: make demo)
+//   swift run QuickStart
 
 import Foundation
 import Formats

@@ -14,16 +14,12 @@ public enum LZ4Frame {
         data.count >= 4 && data.prefix(4).elementsEqual(magic)
     }
 
-    /// The content size a frame's header records, or `nil` when it records none (or is not a frame).
-    /// - Parameter frame: The start of a frame (the first 15 bytes suffice).
+    /// The content size a frame's header records, or `nil` when it records none, or the header is
+    /// not a valid LZ4 frame header (its checksum is checked).
+    /// - Parameter frame: The start of a frame (the header, at most 19 bytes, suffices).
     /// - Returns: The announced size of the decompressed bytes.
     public static func recordedContentSize(of frame: Data) -> Int? {
-        let bytes = [UInt8](frame.prefix(14))
-        guard bytes.count >= 14, looksLikeFrame(frame) else { return nil }
-        let flags = bytes[4]
-        guard flags & 0x08 != 0 else { return nil }   // the content-size bit of FLG
-        var size: UInt64 = 0
-        for i in (6..<14).reversed() { size = size << 8 | UInt64(bytes[i]) }
+        guard looksLikeFrame(frame), let size = LZ4.recordedContentSize(of: frame.prefix(19)) else { return nil }
         return size <= UInt64(Int.max) ? Int(size) : nil
     }
 

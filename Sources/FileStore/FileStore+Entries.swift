@@ -25,8 +25,12 @@ extension FileStore {
     /// - Returns: The entries.
     /// - Performs disk I/O: one header read per entry.
     public func entries() -> [Entry] {
+        entries(where: { _ in true })
+    }
+
+    func entries(where include: (KeyDigest) -> Bool) -> [Entry] {
         let indexed = state.withLock { state in
-            state.entries.keysByRecency.map { ($0, state.entries.peekValue(forKey: $0)?.lastAccess) }
+            state.entries.keysByRecency.filter(include).map { ($0, state.entries.peekValue(forKey: $0)?.lastAccess) }
         }
         return indexed.compactMap { digest, lastAccess in
             let path = path(for: digest)

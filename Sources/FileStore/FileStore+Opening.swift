@@ -33,7 +33,8 @@ extension FileStore {
             throw StoreError(.io, "Could not index the FileStore directory \(directory): \(error)", cause: error)
         }
         let records = RecencyJournal.readRecords(directory: directory)
-        previousSessionStart.withLock { $0 = records.last { $0.kind == .session }.map { Self.date($0.time) } }
+        let usedInLastSession = Self.usedSinceLastSessionRecord(records)
+        lastSession.withLock { $0 = usedInLastSession }
         let ordered = Self.recencyOrder(of: found, journal: records)
         let victims = state.withLock { state in
             for (file, lastAccess) in ordered {
@@ -51,6 +52,22 @@ extension FileStore {
         } catch {
             logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
         }
+    }
+
+    /// The digests read or written after the journal's last session record (by record order, not
+    /// by time, so clocks cannot blur it), minus those removed since.
+    static func usedSinceLastSessionRecord(_ records: [RecencyJournal.Record]) -> Set<KeyDigest> {
+        guard let start = records.lastIndex(where: { $0.kind == .session }) else { return [] }
+        var used = Set<KeyDigest>()
+        for record in records[(start + 1)...] {
+            switch record.kind {
+            case .access: used.insert(record.digest)
+            case .removal: used.remove(record.digest)
+            case .clear: used.removeAll()
+            case .session: break
+            }
+        }
+        return used
     }
 
     /// Orders files from least to most recently used: the journal's order for the files it knows,

@@ -53,7 +53,9 @@ public final class FileStore: Store {
     /// When this store opened the directory, in milliseconds: recorded in the journal so that the
     /// next store to open it knows which entries this session used.
     let sessionStart: Int64
-    let previousSessionStart = Locked<Date?>(nil)
+    /// The entries read or written during the previous session (after the last session record of
+    /// the journal found at open).
+    let lastSession = Locked<Set<KeyDigest>>([])
 
     /// What the store knows of its files: recency order, size and last access of each entry.
     struct IndexState: Sendable {
@@ -324,19 +326,43 @@ public final class FileStore: Store {
         }
     }
 
-    /// The index as journal records, least recently used first, then this session's start.
+    /// The index as journal records, least recently used first, with this session's start placed
+    /// before the first entry used since the session began (so a later store can tell which entries
+    /// this session used).
     func currentRecencyRecords() -> [RecencyJournal.Record] {
-        state.withLock { state in
+        var records: [RecencyJournal.Record] = state.withLock { state in
             state.entries.keysByRecency.reversed().map { digest in
                 RecencyJournal.Record(kind: .access, digest: digest, time: state.entries.peekValue(forKey: digest)?.lastAccess ?? 0)
             }
-        } + [RecencyJournal.Record(kind: .session, digest: KeyDigest(high: 0, low: 0), time: sessionStart)]
+        }
+        let start = sessionStart
+        let marker = RecencyJournal.Record(kind: .session, digest: KeyDigest(high: 0, low: 0), time: start)
+        records.insert(marker, at: records.firstIndex { $0.time > start } ?? records.count)
+        return records
     }
 
-    /// When the previous store to open this directory did so: the start of the last session. Entries
-    /// whose last access is later were used in that session (Haneke's "last session" preload).
-    /// `nil` when no earlier session is recorded.
-    public var lastSessionStart: Date? { previousSessionStart.withLock { $0 } }
+    /// The entries read or written during the previous session — between the last two times a
+    /// store opened this directory, as the journal records it (Haneke's "last session" preload) —
+    /// most recently used first. Empty when no earlier session is recorded.
+    /// - Returns: The entries, read from their headers.
+    /// - Performs disk I/O: one header read per entry.
+    public func entriesUsedInLastSession() -> [Entry] {
+        let used = lastSession.withLock { $0 }
+        guard !used.isEmpty else { return [] }
+        return entries(where: { used.contains($0) })
+    }
+
+    /// Reads the value for `key` without counting it or changing the recency order, on the I/O
+    /// queue: for background work (preloading) that must not look like use.
+    /// - Parameter key: The key.
+    /// - Returns: The value, or `nil` when there is no valid, unexpired entry.
+    /// - Throws: `StoreError` with code `corrupted` or `io`.
+    public func peekValue(forKey key: String) async throws -> Data? {
+        let directory = self.directory
+        return try await BlockingIO.run(on: ioQueue) { () throws -> Data? in
+            try FileStore.payload(forKey: key, inDirectory: directory)
+        }
+    }
 
     /// Removes least recently used entries from the index until it is within the limits; returns
     /// them so their files can be deleted outside the lock.

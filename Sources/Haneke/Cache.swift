@@ -13,7 +13,9 @@ public import Logging
 ///
 /// `Cache(name:)` keeps each format's files under `$XDG_CACHE_HOME/haneke/<name>/<format>` (or
 /// `~/.cache/haneke/...`); if that folder cannot be used the format works from memory alone and the
-/// failure is logged. Concurrent fetches of one key in one format share one fetcher call.
+/// failure is logged. Concurrent fetches of one key in one format share one fetcher call; writes of
+/// one key take turns, so a value set while a fetch is under way is not overwritten by it, and a
+/// layer that fails to read is a miss (logged), not a failure.
 public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
     /// The name of the format every cache has, used when no format is named (HanekeSwift's).
     public static var originalFormatName: String { "original" }
@@ -25,13 +27,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     private let logger: Logger
     private let formats = Locked<[String: FormatStack<Value>]>([:])
     private let flights = SingleFlight<FlightKey, Value>()
-    private let changes = ChangeTracker<FlightKey>()
+    private let writes = WriteGate<FlightKey>()
     private let fetchCounter = StatisticsCounter()
 
-    private struct FlightKey: Hashable, Sendable {
-        var format: String
-        var key: String
-    }
 
     /// Creates a cache with the default stack (memory, then LZ4-compressed files) for its original
     /// format.
@@ -93,7 +91,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
 
     private func install(_ stack: FormatStack<Value>) {
         var stack = stack
-        stack.startPreloading(logger: logger)
+        stack.startPreloading(writes: writes, logger: logger)
         let replaced = formats.withLock { formats in
             defer { formats[stack.format.name] = stack }
             return formats[stack.format.name]
@@ -122,7 +120,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   unknown format.
     public func fetch(key: String, formatName: String = Cache.originalFormatName) async throws -> Value {
         let stack = try stack(for: formatName)
-        guard let value = try await stack.store.value(forKey: key) else {
+        guard let value = try await stack.store.readAsLayer(key, logger: logger) else {
             throw StoreError(.notFound, "Cache '\(name)' has no value for key \(Logger.describe(key)) in format '\(formatName)'")
         }
         return value
@@ -144,15 +142,15 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ) async throws -> Value {
         let stack = try stack(for: formatName)
         let flightKey = FlightKey(format: formatName, key: key)
-        let generation = changes.totalMark
-        if let value = try await stack.store.value(forKey: key) {
+        let generation = writes.totalMark
+        if let value = try await stack.store.readAsLayer(key, logger: logger) {
             return value
         }
-        return try await flights.value(for: flightKey) { [logger, fetchCounter, changes] in
-            defer { changes.recordFill() }
-            let keyMark = changes.mark(for: flightKey)
+        return try await flights.value(for: flightKey) { [logger, fetchCounter, writes] in
+            defer { writes.recordFill() }
+            let keyMark = writes.mark(for: flightKey)
             // Read again only if something may have filled the layers since this caller's read.
-            if changes.totalMark != generation, let value = try await stack.store.value(forKey: key) {
+            if writes.totalMark != generation, let value = try await stack.store.readAsLayer(key, logger: logger) {
                 return value
             }
             let original: Value
@@ -164,12 +162,14 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
                 throw error
             }
             let value = try stack.format.apply(to: original)
+            guard !Task.isCancelled else { return value }
             // A value set or removed meanwhile wins over the fetched one.
-            guard !Task.isCancelled, changes.mark(for: flightKey) == keyMark else { return value }
-            do {
-                try await stack.store.setValue(value, forKey: key)
-            } catch {
-                logger.warning("Could not cache a fetched value", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+            await writes.ifUnchanged(flightKey, since: keyMark) {
+                do {
+                    try await stack.store.setValue(value, forKey: key)
+                } catch {
+                    logger.warning("Could not cache a fetched value", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+                }
             }
             return value
         }
@@ -226,8 +226,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         } else {
             transformed = value
         }
-        changes.recordChange(to: FlightKey(format: formatName, key: key))
-        try await stack.store.setValue(transformed, forKey: key)
+        try await writes.change(FlightKey(format: formatName, key: key)) {
+            try await stack.store.setValue(transformed, forKey: key)
+        }
     }
 
     /// Removes `key` from a format (other formats keep theirs).
@@ -237,19 +238,21 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Throws: `formatNotFound`, or the first layer's error.
     public func remove(key: String, formatName: String = Cache.originalFormatName) async throws {
         let stack = try stack(for: formatName)
-        changes.recordChange(to: FlightKey(format: formatName, key: key))
-        try await stack.store.removeValue(forKey: key)
+        try await writes.change(FlightKey(format: formatName, key: key)) {
+            try await stack.store.removeValue(forKey: key)
+        }
     }
 
     /// Empties every format. The cache stays usable.
     /// - Throws: The first layer's error, after every format was emptied.
     public func removeAll() async throws {
-        changes.recordChangeToEveryKey()
-        var firstError: (any Error)?
-        for stack in formats.withLock({ Array($0.values) }) {
-            do { try await stack.store.removeAll() } catch { firstError = firstError ?? error }
+        try await writes.changeEveryKey {
+            var firstError: (any Error)?
+            for stack in formats.withLock({ Array($0.values) }) {
+                do { try await stack.store.removeAll() } catch { firstError = firstError ?? error }
+            }
+            if let firstError { throw firstError }
         }
-        if let firstError { throw firstError }
     }
 
     /// Empties the memory layers only (the next reads come from disk): how a server sheds memory.
@@ -294,4 +297,10 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
             await stack.preload?.value
         }
     }
+}
+
+/// A key in one format: what single flights and write turns are per.
+struct FlightKey: Hashable, Sendable {
+    var format: String
+    var key: String
 }

@@ -19,8 +19,6 @@ public struct Format<Value: Sendable>: Sendable {
     /// The most total cost kept in memory (bytes for `Data` and `String`). `64 MiB` by default;
     /// `nil` for no limit.
     public var memoryCostLimit: Int?
-    /// How long a value stays valid, in memory and on disk. `nil` (forever) by default.
-    public var timeToLive: Duration?
     /// Whether the disk layer compresses values with LZ4. `true` by default; turn it off for values
     /// that are already compressed (images, archives).
     public var compressesOnDisk: Bool
@@ -40,7 +38,6 @@ public struct Format<Value: Sendable>: Sendable {
         self.diskCapacity = diskCapacity
         self.memoryCountLimit = 10_000
         self.memoryCostLimit = 64 << 20
-        self.timeToLive = nil
         self.compressesOnDisk = true
         self.preloadPolicy = .none
         self.transform = transform

@@ -61,7 +61,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         guard !data.isEmpty else {
             throw StoreError(.missingData, "GET \(target.absoluteString) answered \(http.statusCode) with an empty body")
         }
-        if http.expectedContentLength > 0, Int64(data.count) < http.expectedContentLength {
+        // A compressed body (Content-Encoding) arrives decompressed, so its length differs from the
+        // announced one; libcurl itself reports such a body cut short (CURLE_PARTIAL_FILE).
+        if http.value(forHTTPHeaderField: "Content-Encoding") == nil,
+           http.expectedContentLength > 0, Int64(data.count) < http.expectedContentLength {
             throw StoreError(.missingData, "GET \(target.absoluteString) sent \(data.count) of the \(http.expectedContentLength) bytes it announced")
         }
         do {

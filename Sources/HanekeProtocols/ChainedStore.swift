@@ -16,7 +16,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// The layer read on a miss in `top`.
     public let bottom: Bottom
     private let logger: Logger
-    private let changes = ChangeTracker<Key>()
+    private let writes = WriteGate<Key>()
 
     /// Chains `top` to `bottom`. Prefer ``Store/chained(to:logger:)``.
     /// - Parameters:
@@ -32,9 +32,9 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// Reads `top`, then `bottom`; a `bottom` hit is written back into `top`. A layer that throws
     /// is logged and treated as a miss, and an entry that does not decode is removed from it.
     ///
-    /// A promotion never outlives a write or removal made through this chain while the read was
-    /// under way: if the key may have changed, the promoted value is taken out of `top` again (the
-    /// next read finds the current value below).
+    /// A promotion never overwrites a write or removal made through this chain while the read was
+    /// under way: it is skipped when the key may have changed. A promoted value starts `top`'s own
+    /// time to live, if `top` has one.
     /// - Parameter key: The key to look up.
     /// - Returns: The first value found, or `nil` when no layer has one.
     /// - Throws: `CancellationError` only; layer failures are misses.
@@ -42,56 +42,58 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
         if let value = try await top.readAsLayer(key, logger: logger) {
             return value
         }
-        let mark = changes.mark(for: key)
+        let mark = writes.mark(for: key)
         guard let value = try await bottom.readAsLayer(key, logger: logger) else {
             return nil
         }
-        guard changes.mark(for: key) == mark else { return value }
-        do {
-            try await top.setValue(value, forKey: key)
-        } catch {
-            logger.warning(
-                "Could not promote a value into the upper layer",
-                metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
-            )
-            return value
-        }
-        if changes.mark(for: key) != mark {
-            // A write or removal ran while promoting; it may have reached `top` before the promotion.
-            try? await top.removeValue(forKey: key)
+        // Promote only if no write or removal of the key came through this chain meanwhile.
+        await writes.ifUnchanged(key, since: mark) {
+            do {
+                try await top.setValue(value, forKey: key)
+            } catch {
+                logger.warning(
+                    "Could not promote a value into the upper layer",
+                    metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+                )
+            }
         }
         return value
     }
 
-    /// Writes `value` to `top`, then to `bottom`, attempting both even when the first fails.
+    /// Writes `value` to `top`, then to `bottom`, attempting both even when the first fails. Writes
+    /// of one key through this chain take turns, so the layers never end up holding different
+    /// values of it.
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: The key to store it under.
     /// - Throws: The first layer's error, after every layer was attempted.
     public func setValue(_ value: Value, forKey key: Key) async throws {
-        changes.recordChange(to: key)
-        try await attemptBoth(
-            { try await top.setValue(value, forKey: key) },
-            { try await bottom.setValue(value, forKey: key) }
-        )
+        try await writes.change(key) {
+            try await attemptBoth(
+                { try await top.setValue(value, forKey: key) },
+                { try await bottom.setValue(value, forKey: key) }
+            )
+        }
     }
 
     /// Removes `key` from both layers.
     /// - Parameter key: The key to remove.
     /// - Throws: The first layer's error, after every layer was attempted.
     public func removeValue(forKey key: Key) async throws {
-        changes.recordChange(to: key)
-        try await attemptBoth(
-            { try await top.removeValue(forKey: key) },
-            { try await bottom.removeValue(forKey: key) }
-        )
+        try await writes.change(key) {
+            try await attemptBoth(
+                { try await top.removeValue(forKey: key) },
+                { try await bottom.removeValue(forKey: key) }
+            )
+        }
     }
 
     /// Empties both layers.
     /// - Throws: The first layer's error, after every layer was attempted.
     public func removeAll() async throws {
-        changes.recordChangeToEveryKey()
-        try await attemptBoth({ try await top.removeAll() }, { try await bottom.removeAll() })
+        try await writes.changeEveryKey {
+            try await attemptBoth({ try await top.removeAll() }, { try await bottom.removeAll() })
+        }
     }
 
     /// The layers of `top` followed by the layers of `bottom`.

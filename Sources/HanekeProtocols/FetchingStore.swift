@@ -22,7 +22,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// Moves when a flight has filled the layers or a value was set or removed through this store.
     /// A caller whose read missed and who sees no movement since knows the layers are unchanged, so
     /// its flight need not read them again; a flight that sees its key change does not write back.
-    private let changes = ChangeTracker<Key>()
+    private let writes = WriteGate<Key>()
 
     /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
     /// - Parameters:
@@ -52,12 +52,12 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// - Throws: The fetcher's error, or `CancellationError`.
     public func fetch(_ key: Key) async throws -> Value {
         try Task.checkCancellation()
-        let generation = changes.totalMark
+        let generation = writes.totalMark
         if let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
         return try await flights.value(for: key) { [self] in
-            defer { changes.recordFill() }
+            defer { writes.recordFill() }
             return try await produce(key, readAt: generation)
         }
     }
@@ -76,23 +76,20 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     ///   - key: The key to store it under.
     /// - Throws: What the layers throw.
     public func setValue(_ value: Value, forKey key: Key) async throws {
-        changes.recordChange(to: key)
-        try await base.setValue(value, forKey: key)
+        try await writes.change(key) { try await base.setValue(value, forKey: key) }
     }
 
     /// Removes `key` from the layers.
     /// - Parameter key: The key to remove.
     /// - Throws: What the layers throw.
     public func removeValue(forKey key: Key) async throws {
-        changes.recordChange(to: key)
-        try await base.removeValue(forKey: key)
+        try await writes.change(key) { try await base.removeValue(forKey: key) }
     }
 
     /// Empties the layers.
     /// - Throws: What the layers throw.
     public func removeAll() async throws {
-        changes.recordChangeToEveryKey()
-        try await base.removeAll()
+        try await writes.changeEveryKey { try await base.removeAll() }
     }
 
     /// The layers of `base`, then a layer named `"fetcher"`: its `hits` are values the fetcher
@@ -110,8 +107,8 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     }
 
     private func produce(_ key: Key, readAt generation: UInt64) async throws -> Value {
-        let keyMark = changes.mark(for: key)
-        if changes.totalMark != generation,
+        let keyMark = writes.mark(for: key)
+        if writes.totalMark != generation,
            let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
@@ -127,14 +124,16 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
             throw error
         }
-        guard !Task.isCancelled, changes.mark(for: key) == keyMark else { return value }
-        do {
-            try await base.setValue(value, forKey: key)
-        } catch {
-            logger.warning(
-                "Could not store a fetched value in every layer",
-                metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"]
-            )
+        guard !Task.isCancelled else { return value }
+        await writes.ifUnchanged(key, since: keyMark) {
+            do {
+                try await base.setValue(value, forKey: key)
+            } catch {
+                logger.warning(
+                    "Could not store a fetched value in every layer",
+                    metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"]
+                )
+            }
         }
         return value
     }

@@ -23,11 +23,15 @@ struct Get: ParsableCommand {
     func run() throws {
         let folder = try requireStoreFolder(directory)
         guard let payload = try FileStore.payload(forKey: key, inDirectory: folder) else {
-            throw ToolError("no entry for key \"\(key)\" in \(folder)")
+            throw ToolError("no entry for key \(quoted(key)) in \(folder)")
         }
         let value = !raw && LZ4Frame.looksLikeFrame(payload)
             ? try LZ4Frame.decompress(payload, limit: decompressionLimit.bytes)
             : payload
-        FileHandle.standardOutput.write(value)
+        do {
+            try FileHandle.standardOutput.write(contentsOf: value)
+        } catch {
+            throw ToolError("could not write the value to stdout: \(error.localizedDescription)")
+        }
     }
 }

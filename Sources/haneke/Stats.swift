@@ -23,7 +23,7 @@ struct Stats: ParsableCommand {
             if let size = LZ4Frame.recordedContentSize(of: payload) {
                 frames += 1
                 framed += payload.count
-                content += size
+                content = content.addingReportingOverflow(size).overflow ? Int.max : content + size
             } else {
                 unframed += payload.count
             }

@@ -9,7 +9,10 @@ struct ToolError: Error, CustomStringConvertible {
 }
 
 /// Checks that `directory` is a store folder, with a hint when it is a cache's folder instead.
-func requireStoreFolder(_ directory: String) throws -> String {
+/// Commands that change files (`trim`, `verify --repair`) pass `forChanges`: they refuse a folder
+/// that has no `journal`, the file every FileStore keeps, so they can never delete files in a
+/// folder the cache did not make.
+func requireStoreFolder(_ directory: String, forChanges: Bool = false) throws -> String {
     let manager = FileManager.default
     var isDirectory: ObjCBool = false
     guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -22,6 +25,9 @@ func requireStoreFolder(_ directory: String) throws -> String {
         if !formats.isEmpty {
             throw ToolError("\(directory) is a cache's folder; pass one of its formats: \(formats.map { directory + "/" + $0 }.joined(separator: ", "))")
         }
+    }
+    if forChanges, !names.contains("journal") {
+        throw ToolError("\(directory) has no journal file, so it is not a Haneke cache folder; refusing to change it")
     }
     return directory
 }
@@ -82,5 +88,11 @@ extension Date {
 
 /// Writes a line to stderr (progress, warnings), leaving stdout to results.
 func printError(_ text: String, terminator: String = "\n") {
-    FileHandle.standardError.write(Data((text + terminator).utf8))
+    try? FileHandle.standardError.write(contentsOf: Data((text + terminator).utf8))
+}
+
+/// A key as it appears in messages: quoted, with newlines and other control characters escaped,
+/// so that an error stays on one line.
+func quoted(_ key: String) -> String {
+    key.debugDescription
 }

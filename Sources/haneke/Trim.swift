@@ -15,7 +15,7 @@ struct Trim: ParsableCommand {
     var size: ByteSize
 
     func run() throws {
-        let folder = try requireStoreFolder(directory)
+        let folder = try requireStoreFolder(directory, forChanges: true)
         let store = try FileStore(directory: folder, configuration: .init(capacity: nil))
         let before = (store.count, store.totalSize)
         store.trim(toSize: size.bytes)

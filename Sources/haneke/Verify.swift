@@ -6,28 +6,47 @@ struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check every file of a cache folder; with --repair, remove what is wrong.",
         discussion: """
-        Checks each file's header, that its key hashes to its name, and that an LZ4 payload decodes \
-        with its checksum; also finds leftovers of crashed writers and things that are not files. \
-        Exits with status 1 when problems remain.
+        Checks each file's header, that its key hashes to its name, and that its payload is whole: \
+        in a compressed folder (most payloads LZ4 frames, or --payloads lz4) every payload must be a \
+        frame that decodes and matches its checksum. Also finds leftovers of crashed writers and \
+        things that are not files. Files with names no entry has are reported but only removed with \
+        --remove-foreign. Exits with status 1 when problems remain.
         """
     )
+
+    enum Payloads: String, ExpressibleByArgument, CaseIterable {
+        case auto, lz4, raw
+    }
 
     @Argument(help: "The cache folder (one format's FileStore directory).")
     var directory: String
 
-    @Flag(help: "Remove every damaged, misnamed or foreign file found.")
+    @Flag(help: "Remove every damaged, misnamed or leftover file found.")
     var repair = false
+
+    @Flag(help: "With --repair, also remove files whose names no entry has.")
+    var removeForeign = false
+
+    @Option(help: "What the payloads are: lz4 frames, raw bytes, or auto (decided by the majority).")
+    var payloads: Payloads = .auto
 
     @Flag(help: "Do not show progress on stderr.")
     var quiet = false
 
     func run() throws {
-        let folder = try requireStoreFolder(directory)
+        let folder = try requireStoreFolder(directory, forChanges: repair)
         let showProgress = !quiet
+        let expectFrames: Bool
+        switch payloads {
+        case .lz4: expectFrames = true
+        case .raw: expectFrames = false
+        case .auto: expectFrames = try Self.mostPayloadsAreFrames(in: folder)
+        }
         let inspection = try FileStore.inspect(
             directory: folder,
             validatingPayloads: { _, payload in
-                guard LZ4Frame.looksLikeFrame(payload) else { return nil }
+                guard expectFrames else { return nil }
+                guard LZ4Frame.looksLikeFrame(payload) else { return "the payload is not an LZ4 frame (its magic number is damaged)" }
                 do {
                     _ = try LZ4Frame.decompress(payload, limit: Int.max)
                     return nil
@@ -47,11 +66,25 @@ struct Verify: ParsableCommand {
         }
         print("\(inspection.filesExamined) files checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
         guard !inspection.problems.isEmpty else { return }
-        if repair {
-            let removed = try FileStore.repair(inspection.problems)
-            print("repaired: removed \(removed) path(s)")
-        } else {
+        guard repair else { throw ExitCode(1) }
+        let removable = inspection.problems.filter { removeForeign || $0.kind != .foreign }
+        let removed = try FileStore.repair(removable)
+        print("repaired: removed \(removed) path(s)")
+        if removable.count < inspection.problems.count {
+            print("kept \(inspection.problems.count - removable.count) foreign file(s); --remove-foreign removes them")
             throw ExitCode(1)
         }
+    }
+
+    /// Whether most entries of the folder hold LZ4 frames (a compressed store's folder).
+    static func mostPayloadsAreFrames(in folder: String) throws -> Bool {
+        var frames = 0
+        var total = 0
+        _ = try FileStore.inspect(directory: folder, validatingPayloads: { _, payload in
+            total += 1
+            if LZ4Frame.looksLikeFrame(payload) { frames += 1 }
+            return nil
+        })
+        return total > 0 && frames * 2 > total
     }
 }

@@ -204,6 +204,17 @@ struct CompressedStoreTests {
         #expect(error?.code == .corrupted)
     }
 
+    @Test func theRecordedContentSizeIsReadFromACheckedHeader() throws {
+        let frame = try LZ4Frame.compress(Self.text(5_000))
+        #expect(LZ4Frame.recordedContentSize(of: frame) == 5_000)
+        #expect(LZ4Frame.recordedContentSize(of: try fixture("claims-4GiB.lz4")) == 1 << 32)
+        #expect(LZ4Frame.recordedContentSize(of: try fixture("corpus.json.lz4")) == nil)   // no size recorded
+        var damaged = frame
+        damaged[8] ^= 0x01   // inside the recorded size: the header checksum no longer matches
+        #expect(LZ4Frame.recordedContentSize(of: damaged) == nil)
+        #expect(try LZ4Frame.decompress(frame) == Self.text(5_000))
+    }
+
     @Test func aFrameClaimingFourGiBIsRefusedBeforeAllocating() async throws {
         let bytes = MemoryStore<String, Data>()
         bytes.setValue(try fixture("claims-4GiB.lz4"), forKey: "k")   // made by `lz4 --content-size` of 4 GiB of zeros

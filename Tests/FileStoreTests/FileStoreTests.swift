@@ -205,6 +205,33 @@ struct FileStoreTests {
         withExtendedLifetime(store) {}
     }
 
+    @Test func theEntriesUsedInTheLastSessionAreKnownByJournalOrder() throws {
+        do {
+            let first = try open()
+            for key in ["a", "b", "c"] { try first.setValue(Data([1]), forKey: key) }
+        }
+        do {
+            let second = try open()
+            #expect(Set(second.entriesUsedInLastSession().map(\.key)) == ["a", "b", "c"])
+            _ = try second.value(forKey: "b")
+            try second.setValue(Data([2]), forKey: "d")
+            try second.removeValue(forKey: "c")
+        }
+        let third = try open()
+        #expect(third.entriesUsedInLastSession().map(\.key) == ["d", "b"])
+        #expect(try open().entriesUsedInLastSession().isEmpty)   // the third session used nothing
+    }
+
+    @Test func peekingReadsWithoutCountingOrRefreshing() async throws {
+        let store = try open()
+        try await store.setValue(Data([1]), forKey: "a")
+        try await store.setValue(Data([2]), forKey: "b")
+        #expect(try await store.peekValue(forKey: "a") == Data([1]))
+        #expect(try await store.peekValue(forKey: "missing") == nil)
+        #expect(store.keys() == ["b", "a"])
+        #expect(store.statistics.hits == 0)
+    }
+
     @Test func openingWithASmallerCapacityEvictsTheLeastRecentlyUsedFirst() throws {
         let entry = fileSize(key: "a", valueSize: 100)
         do {

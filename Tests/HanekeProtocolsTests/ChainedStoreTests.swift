@@ -167,6 +167,29 @@ struct ChainedStoreTests {
         #expect(try await chain.value(forKey: "k") == "new")
     }
 
+    @Test func concurrentWritesOfOneKeyLeaveTheLayersAgreeing() async throws {
+        let top = MemoryStore<String, Int>()
+        let bottom = YieldingStore()
+        let chain = top.chained(to: bottom)
+        var disagreements = 0
+        for round in 0..<300 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<3 {
+                    group.addTask {
+                        if writer == 2, round % 2 == 0 {
+                            try await chain.removeValue(forKey: "k")
+                        } else {
+                            try await chain.setValue(round * 10 + writer, forKey: "k")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            if top.value(forKey: "k") != bottom.memory.value(forKey: "k") { disagreements += 1 }
+        }
+        #expect(disagreements == 0)
+    }
+
     @Test func cancellationIsNotAMiss() async throws {
         let chain = CancellingStore().chained(to: MemoryStore<String, String>())
         await #expect(throws: CancellationError.self) { try await chain.value(forKey: "k") }
@@ -218,4 +241,19 @@ struct CancellingStore: Store {
     func setValue(_ value: String, forKey key: String) async throws {}
     func removeValue(forKey key: String) async throws {}
     func removeAll() async throws {}
+}
+
+/// A store that yields inside every write, so that concurrent writers interleave.
+final class YieldingStore: Store {
+    let memory = MemoryStore<String, Int>()
+    func value(forKey key: String) async throws -> Int? { memory.value(forKey: key) }
+    func setValue(_ value: Int, forKey key: String) async throws {
+        await Task.yield()
+        memory.setValue(value, forKey: key)
+    }
+    func removeValue(forKey key: String) async throws {
+        await Task.yield()
+        memory.removeValue(forKey: key)
+    }
+    func removeAll() async throws { memory.removeAll() }
 }

@@ -123,6 +123,47 @@ struct CacheTests {
         #expect(try await cache.fetch(key: "k") { _ in "plain" } == "plain")   // the original format is untouched
     }
 
+    @Test func theTransformRunsOnceForConcurrentFetchesOfOneKey() async throws {
+        let runs = Locked(0)
+        let cache = makeCache()
+        cache.addFormat(Format(name: "upper") { value in
+            runs.withLock { $0 += 1 }
+            return value.uppercased()
+        })
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    try await cache.fetch(key: "k", formatName: "upper") { _ in
+                        try await Task.sleep(for: .milliseconds(20))
+                        return "shout"
+                    }
+                }
+            }
+            for try await value in group { #expect(value == "SHOUT") }
+        }
+        #expect(runs.withLock { $0 } == 1)
+    }
+
+    @Test func aValueSetDuringAFetchWinsInEveryLayer() async throws {
+        for round in 0..<30 {
+            let cache = makeCache(name: "race\(round)")
+            let fetched = Task {
+                try await cache.fetch(key: "k") { _ in
+                    await Task.yield()
+                    return "fetched"
+                }
+            }
+            await Task.yield()
+            try await cache.set("set", forKey: "k")
+            _ = try await fetched.value
+            // Whatever the interleaving, memory and disk agree, and the last write (the set) is kept
+            // unless the fetch's write-back came first (then the set replaced it).
+            #expect(try await cache.fetch(key: "k") == "set", "round \(round)")
+            cache.removeAllFromMemory()
+            #expect(try await cache.fetch(key: "k") == "set", "round \(round): memory and disk disagree")
+        }
+    }
+
     @Test func aFailingTransformFailsTheFetchAndCachesNothing() async throws {
         let cache = makeCache()
         cache.addFormat(Format(name: "strict") { _ in throw StoreError(.encoding, "refused") })
@@ -276,6 +317,23 @@ struct CacheTests {
         await session3.waitForPreloading()
         let memory = try #require(try session3.stack(for: "original").memory)
         #expect(Set(memory.keysByRecency) == ["old2", "new"])
+    }
+
+    @Test func preloadingNeverBringsBackARemovedKey() async throws {
+        var format = Format<String>(name: "original")
+        let keys = (0..<300).map { "k\($0)" }
+        try await fill("racing", format: format, keys: keys)
+        format.preloadPolicy = .all
+        format.memoryCountLimit = nil
+        format.memoryCostLimit = nil
+        let cache = makeCache(name: "racing", originalFormat: format)
+        for key in keys.shuffled() {
+            try await cache.remove(key: key)
+        }
+        await cache.waitForPreloading()
+        for key in keys {
+            await #expect(throws: StoreError.self, "\(key) came back") { try await cache.fetch(key: key) }
+        }
     }
 
     @Test func noPreloadingLeavesMemoryEmpty() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Haneke
+@_spi(HanekeInternals) import HanekeProtocols
 import HanekeTesting
 import Testing
 
@@ -21,6 +22,18 @@ struct HanekeToolTests {
         }
         return here.appendingPathComponent("haneke").path
     }()
+
+    /// The path and bytes of every file below `root`, to prove a command changed nothing.
+    static func snapshot(of root: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for path in try FileManager.default.subpathsOfDirectory(atPath: root) {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files[path] = try Data(contentsOf: URL(fileURLWithPath: root + "/" + path))
+            }
+        }
+        return files
+    }
 
     static func haneke(_ arguments: String...) throws -> Run {
         try haneke(arguments)
@@ -67,7 +80,12 @@ struct HanekeToolTests {
             #expect(row.file == "\(folder)/\(md5.prefix(2))/\(md5)")
             #expect(row.storedSize == 40 + row.key.utf8.count + row.payloadSize)
         }
+        let before = try Self.snapshot(of: directory.path)
         let table = try Self.haneke("inspect", folder)
+        _ = try Self.haneke("stats", folder)
+        _ = try Self.haneke("verify", folder)
+        _ = try Self.haneke("get", folder, "alpha")
+        #expect(try Self.snapshot(of: directory.path) == before, "a read-only command changed the folder")
         #expect(table.status == 0)
         #expect(table.output.contains("alpha"))
         #expect(table.output.contains("4 entries"))
@@ -107,6 +125,44 @@ struct HanekeToolTests {
         #expect(again.output.contains("2 valid, 0 problem(s)"))
     }
 
+    @Test func verifyFindsADamagedFrameMagicInACompressedFolder() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["a", "b", "c"])
+        let path = "\(folder)/\(try Self.md5("b").prefix(2))/\(try Self.md5("b"))"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[40 + 1] ^= 0x01   // the frame's magic, just after the 40-byte header and the 1-byte key
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let check = try Self.haneke("verify", folder, "--quiet")
+        #expect(check.status == 1)
+        #expect(check.output.contains("not an LZ4 frame"))
+        #expect(try Self.haneke("verify", folder, "--quiet", "--payloads", "raw").status == 0)
+    }
+
+    @Test func changesAreRefusedOutsideACacheFolderAndForeignFilesAreKept() async throws {
+        let plain = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: plain.appending("AB"), withIntermediateDirectories: true)
+        let notes = plain.appending("AB/notes.txt")
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: notes))
+        for arguments in [["verify", plain.path, "--repair"], ["trim", plain.path, "--to", "0"]] {
+            let run = try Self.haneke(arguments)
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("not a Haneke cache folder"))
+        }
+        #expect(FileManager.default.fileExists(atPath: notes))
+        #expect(!FileManager.default.fileExists(atPath: plain.appending("journal")))
+
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["a"])
+        let shard = "\(folder)/\(try Self.md5("a").prefix(2))"
+        let foreign = shard + "/README"
+        try Data("someone's".utf8).write(to: URL(fileURLWithPath: foreign))
+        let repair = try Self.haneke("verify", folder, "--repair", "--quiet")
+        #expect(repair.status == 1)
+        #expect(FileManager.default.fileExists(atPath: foreign))
+        #expect(try Self.haneke("verify", folder, "--repair", "--remove-foreign", "--quiet").status == 0)
+        #expect(!FileManager.default.fileExists(atPath: foreign))
+    }
+
     @Test func getWritesTheDecompressedValue() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["doc"])
@@ -122,15 +178,17 @@ struct HanekeToolTests {
     @Test func errorsAreOneLineOnStderrAndANonZeroStatus() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["doc"])
-        for arguments in [["get", folder, "missing key"], ["inspect", directory.appending("nope")], ["trim", folder, "--to", "lots"]] {
+        for arguments in [["get", folder, "missing\nkey"], ["inspect", directory.appending("nope")], ["trim", folder, "--to", "lots"],
+                          ["frobnicate"], ["get", folder], ["verify"]] {
             let process = try Self.haneke(arguments)
             #expect(process.status != 0, "\(arguments)")
             #expect(process.stdout.isEmpty, "\(arguments)")
-            #expect(!process.stderr.isEmpty, "\(arguments)")
+            let lines = process.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(arguments): \(process.stderr)")
+            #expect(lines.first?.hasPrefix("haneke: ") == true, "\(arguments)")
         }
-        let missing = try Self.haneke(["get", folder, "missing key"])
-        #expect(missing.stderr.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").count == 1)
-        #expect(missing.stderr.contains("missing key"))
+        let missing = try Self.haneke(["get", folder, "missing\nkey"])
+        #expect(missing.stderr.contains(#""missing\nkey""#))
 
         let cacheFolder = try Self.haneke(["inspect", directory.path])
         #expect(cacheFolder.stderr.contains("pass one of its formats"))
@@ -189,9 +247,17 @@ struct HanekeToolTests {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        // Read stderr on another thread while stdout is read here, so neither pipe can fill and stall.
+        let stderrData = Locked(Data())
+        let stderrDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let data = err.fileHandleForReading.readDataToEndOfFile()
+            stderrData.withLock { $0 = data }
+            stderrDone.signal()
+        }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        stderrDone.wait()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderrData.withLock { $0 }, as: UTF8.self))
     }
 }

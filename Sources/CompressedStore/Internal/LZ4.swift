@@ -82,6 +82,22 @@ enum LZ4 {
         return try decodeBlocks(from: source, at: headerLength, capacity: start, growingTo: limit, context: context)
     }
 
+    /// The content size a frame's header records, read and checked by liblz4 (`LZ4F_getFrameInfo`,
+    /// which verifies the header checksum); `nil` when the header is invalid or records no size.
+    static func recordedContentSize(of header: Data) -> UInt64? {
+        let context = decompressionContexts.take()
+        let size = header.withUnsafeBytes { source -> UInt64? in
+            guard let base = source.baseAddress else { return nil }
+            var headerLength = 0
+            var contentSize: UInt64 = 0
+            var blockSizeID: Int32 = 0
+            let result = clz4_frame_header(context.pointer, base, source.count, &headerLength, &contentSize, &blockSizeID)
+            return clz4_is_error(result) != 0 || contentSize == 0 ? nil : contentSize
+        }
+        // The context stopped after a header: drop it rather than reuse it (see `decompress`).
+        return size
+    }
+
     /// Decodes the blocks after the header. With a known size (`growingTo == nil`) the output is
     /// exactly that size and stays put, so liblz4 decodes straight into it with no temporary buffers
     /// and the frame must fill it exactly. Otherwise the output doubles as needed up to the limit;

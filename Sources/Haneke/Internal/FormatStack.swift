@@ -26,7 +26,6 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         let memory = MemoryStore<String, Value>(
             countLimit: format.memoryCountLimit,
             costLimit: format.memoryCostLimit,
-            timeToLive: format.timeToLive,
             name: "memory"
         )
         guard format.diskCapacity > 0, let cacheDirectory else {
@@ -39,7 +38,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         do {
             disk = try FileStore(
                 directory: folder,
-                configuration: .init(capacity: format.diskCapacity, timeToLive: format.timeToLive),
+                configuration: .init(capacity: format.diskCapacity),
                 name: "disk"
             )
         } catch {
@@ -62,7 +61,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     }
 
     /// Starts loading values from disk into memory, as the format's preload policy says.
-    mutating func startPreloading(logger: Logger) {
+    mutating func startPreloading(writes: WriteGate<FlightKey>, logger: Logger) {
         guard format.preloadPolicy != .none, let memory, let disk else { return }
         let policy = format.preloadPolicy
         let format = self.format
@@ -73,7 +72,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             decode = { try Value.convertFromData($0) }
         }
         preload = Task(priority: .background) {
-            await Preloader.run(policy: policy, format: format, disk: disk, memory: memory, decode: decode, logger: logger)
+            await Preloader.run(policy: policy, format: format, disk: disk, memory: memory, decode: decode, writes: writes, logger: logger)
         }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import FileStore
-import HanekeProtocols
+@_spi(HanekeInternals) import HanekeProtocols
 import Logging
 import MemoryStore
 
@@ -12,27 +12,31 @@ enum Preloader {
         disk: FileStore,
         memory: MemoryStore<String, Value>,
         decode: @Sendable (Data) throws -> Value,
+        writes: WriteGate<FlightKey>,
         logger: Logger
     ) async {
-        var entries = disk.entries()   // most recently used first
-        if policy == .lastSession {
-            guard let start = disk.lastSessionStart else { return }
-            entries = entries.filter { ($0.lastAccess ?? .distantPast) >= start }
-        }
+        // Most recently used first.
+        let entries = policy == .lastSession ? disk.entriesUsedInLastSession() : disk.entries()
         var loaded = 0
         for entry in entries {
             if Task.isCancelled { break }
             if let limit = format.memoryCountLimit, memory.count >= limit { break }
             if let limit = format.memoryCostLimit, memory.totalCost >= limit { break }
-            // Give way to real requests between entries.
-            await Task.yield()
+            let key = FlightKey(format: format.name, key: entry.key)
+            let mark = writes.mark(for: key)
+            // The read runs on the disk's I/O queue, not on a cooperative thread, and gives way to
+            // real requests between entries.
             guard !memory.containsValue(forKey: entry.key),
-                  let payload = try? FileStore.payload(forKey: entry.key, inDirectory: disk.directory),
+                  let payload = try? await disk.peekValue(forKey: entry.key),
                   let value = try? decode(payload) else { continue }
-            // A real request may have filled or changed the key meanwhile: never replace it.
-            guard !memory.containsValue(forKey: entry.key) else { continue }
-            memory.setValue(value, forKey: entry.key)
-            loaded += 1
+            // A real request may have set, removed or filled the key meanwhile: never undo it.
+            let inserted = await writes.ifUnchanged(key, since: mark) { () -> Bool in
+                guard !memory.containsValue(forKey: entry.key) else { return false }
+                memory.setValue(value, forKey: entry.key)
+                return true
+            }
+            if inserted == true { loaded += 1 }
+            await Task.yield()
         }
         logger.debug("Preloaded values into memory", metadata: ["format": "\(format.name)", "count": "\(loaded)"])
     }
