@@ -27,7 +27,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     private let logger: Logger
     private let formats = Locked<[String: FormatStack<Value>]>([:])
     private let flights = SingleFlight<FlightKey, Value>()
-    private let writes = WriteGate<FlightKey>()
+    private let writes = WriteGate()
     private let fetchCounter = StatisticsCounter()
 
 

@@ -15,8 +15,8 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     public let top: Top
     /// The layer read on a miss in `top`.
     public let bottom: Bottom
-    private let logger: Logger
-    private let writes = WriteGate<Key>()
+    @usableFromInline let logger: Logger
+    @usableFromInline let writes = WriteGate()
 
     /// Chains `top` to `bottom`. Prefer ``Store/chained(to:logger:)``.
     /// - Parameters:
@@ -38,10 +38,17 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// - Parameter key: The key to look up.
     /// - Returns: The first value found, or `nil` when no layer has one.
     /// - Throws: `CancellationError` only; layer failures are misses.
+    @inlinable
     public func value(forKey key: Key) async throws -> Value? {
         if let value = try await top.readAsLayer(key, logger: logger) {
             return value
         }
+        return try await readBottomAndPromote(key)
+    }
+
+    /// The miss path of ``value(forKey:)``, kept out of line.
+    @usableFromInline
+    func readBottomAndPromote(_ key: Key) async throws -> Value? {
         let mark = writes.mark(for: key)
         guard let value = try await bottom.readAsLayer(key, logger: logger) else {
             return nil

@@ -16,13 +16,13 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     public let base: Base
     /// The source of original values.
     public let fetcher: Source
-    private let logger: Logger
+    @usableFromInline let logger: Logger
     private let flights = SingleFlight<Key, Value>()
     private let fetcherCounter = StatisticsCounter()
     /// Moves when a flight has filled the layers or a value was set or removed through this store.
     /// A caller whose read missed and who sees no movement since knows the layers are unchanged, so
     /// its flight need not read them again; a flight that sees its key change does not write back.
-    private let writes = WriteGate<Key>()
+    @usableFromInline let writes = WriteGate()
 
     /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
     /// - Parameters:
@@ -50,13 +50,20 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// - Parameter key: The key whose value is wanted.
     /// - Returns: The cached or fetched value.
     /// - Throws: The fetcher's error, or `CancellationError`.
+    @inlinable
     public func fetch(_ key: Key) async throws -> Value {
         try Task.checkCancellation()
         let generation = writes.totalMark
         if let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
-        return try await flights.value(for: key) { [self] in
+        return try await fetchMissing(key, readAt: generation)
+    }
+
+    /// The miss path of ``fetch(_:)``, kept out of line.
+    @usableFromInline
+    func fetchMissing(_ key: Key, readAt generation: UInt64) async throws -> Value {
+        try await flights.value(for: key) { [self] in
             defer { writes.recordFill() }
             return try await produce(key, readAt: generation)
         }

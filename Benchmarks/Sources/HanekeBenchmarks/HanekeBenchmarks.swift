@@ -23,8 +23,10 @@ struct HanekeBenchmarks: AsyncParsableCommand {
         let selected = only.map { Set($0.split(separator: ",").map(String.init)) }
         var rows: [Row] = []
         let suites: [(workloads: Set<String>, run: (Scale) async throws -> [Row])] = [
+            (["1"], MemoryStoreBenchmarks.run),
             (["2", "5"], FileStoreBenchmarks.run),
             (["3"], CompressedStoreBenchmarks.run),
+            (["4", "6", "7"], ChainBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
             rows += try await suite.run(scale).filter { selected?.contains($0.workload) ?? true }

@@ -28,6 +28,7 @@ struct Figure: Codable, Sendable {
         case "µs": value < 10 ? String(format: "%.2f µs", value) : String(format: "%.0f µs", value)
         case "ms": String(format: "%.1f ms", value)
         case "s": String(format: "%.3f s", value)
+        case "calls": String(format: "%.0f calls", value)
         default: String(format: "%.3g %@", value, unit)
         }
     }
@@ -145,6 +146,8 @@ enum Report {
         let rule = "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"
         var lines = [line(header), rule] + body.map(line)
         let notes = rows.compactMap { row in row.note.map { "- #\(row.workload) \(row.name) (\(row.variant)): \($0)" } }
+        let sorted = rows.sorted { Int($0.workload) ?? 99 < Int($1.workload) ?? 99 }
+        _ = sorted
         if !notes.isEmpty { lines += [""] + notes }
         return lines.joined(separator: "\n")
     }

@@ -61,7 +61,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     }
 
     /// Starts loading values from disk into memory, as the format's preload policy says.
-    mutating func startPreloading(writes: WriteGate<FlightKey>, logger: Logger) {
+    mutating func startPreloading(writes: WriteGate, logger: Logger) {
         guard format.preloadPolicy != .none, let memory, let disk else { return }
         let policy = format.preloadPolicy
         let format = self.format

@@ -12,7 +12,7 @@ enum Preloader {
         disk: FileStore,
         memory: MemoryStore<String, Value>,
         decode: @Sendable (Data) throws -> Value,
-        writes: WriteGate<FlightKey>,
+        writes: WriteGate,
         logger: Logger
     ) async {
         // Most recently used first.

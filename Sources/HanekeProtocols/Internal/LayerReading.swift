@@ -1,37 +1,46 @@
-package import Logging
+public import Logging
 
 extension Store {
     /// Reads `key` the way a chain reads one of its layers (DESIGN §4): a layer that throws is logged
     /// and treated as a miss, and an entry whose bytes are damaged or do not decode is removed so the
     /// next layer (or the fetcher) can replace it. Cancellation is not a miss: it propagates.
     ///
-    /// The layer counts its own error; the caller only logs it.
-    package func readAsLayer(_ key: Key, logger: Logger) async throws -> Value? {
+    /// The layer counts its own error; the caller only logs it. Useful to combinators you write.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - logger: Where a failure is logged.
+    /// - Returns: The value, or `nil` on a miss or a failure.
+    /// - Throws: `CancellationError` only.
+    @inlinable
+    public func readAsLayer(_ key: Key, logger: Logger) async throws -> Value? {
         do {
             return try await value(forKey: key)
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch where Task.isCancelled {
-            // A layer may report cancellation in its own words (a wrapped or network error).
-            throw CancellationError()
         } catch {
-            logger.warning(
-                "A cache layer failed to read; treating it as a miss",
-                metadata: ["layer": "\(layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
-            )
-            if let storeError = error as? StoreError,
-               storeError.code == .decoding || storeError.code == .corrupted {
-                do {
-                    try await removeValue(forKey: key)
-                } catch {
-                    logger.warning(
-                        "Could not remove an entry that failed to decode",
-                        metadata: ["layer": "\(layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
-                    )
-                }
-            }
-            return nil
+            return try await recoverFromFailedRead(of: key, error: error, logger: logger)
         }
+    }
+
+    /// The slow path of ``readAsLayer(_:logger:)``, kept out of line.
+    @usableFromInline
+    func recoverFromFailedRead(of key: Key, error: any Error, logger: Logger) async throws -> Value? {
+        // A layer may report cancellation in its own words (a wrapped or network error).
+        if error is CancellationError || Task.isCancelled { throw CancellationError() }
+        logger.warning(
+            "A cache layer failed to read; treating it as a miss",
+            metadata: ["layer": "\(layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+        )
+        if let storeError = error as? StoreError,
+           storeError.code == .decoding || storeError.code == .corrupted {
+            do {
+                try await removeValue(forKey: key)
+            } catch {
+                logger.warning(
+                    "Could not remove an entry that failed to decode",
+                    metadata: ["layer": "\(layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+                )
+            }
+        }
+        return nil
     }
 
     /// The name of this store's first layer, for log messages.

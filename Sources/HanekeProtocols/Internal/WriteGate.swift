@@ -11,7 +11,8 @@ import Synchronization
 ///
 /// Keys map to 64 stripes: unrelated keys in one stripe only share turns, which costs a little
 /// waiting or a skipped promotion, never a wrong value.
-package final class WriteGate<Key: Hashable>: Sendable {
+@usableFromInline
+package final class WriteGate: Sendable {
     private static var stripeCount: Int { 64 }
 
     private struct Stripe {
@@ -24,24 +25,29 @@ package final class WriteGate<Key: Hashable>: Sendable {
     private let total = Atomic<UInt64>(0)
 
     /// Creates a gate with no writes.
+    @usableFromInline
     package init() {}
 
     /// A mark of `key`: compare it with a later mark, or pass it to ``ifUnchanged(_:since:_:)``.
-    package func mark(for key: Key) -> UInt64 {
+    @usableFromInline
+    package func mark(for key: some Hashable) -> UInt64 {
         let stripe = Self.stripe(of: key)
         return stripes.withLock { $0[stripe].generation }
     }
 
     /// A mark of every change and fill; cheaper than a key's mark (no lock), moved by any key.
+    @usableFromInline
     package var totalMark: UInt64 { total.load(ordering: .acquiring) }
 
     /// Records that the layers may hold new values without a change of any key (a completed fetch).
+    @usableFromInline
     package func recordFill() {
         total.add(1, ordering: .releasing)
     }
 
     /// Runs a write of `key` in its turn, after marking the key changed.
-    package func change<T>(_ key: Key, _ body: () async throws -> T) async rethrows -> T {
+    @usableFromInline
+    package func change<T>(_ key: some Hashable, _ body: () async throws -> T) async rethrows -> T {
         let stripe = Self.stripe(of: key)
         await acquire(stripe, bumping: true)
         defer { release(stripe) }
@@ -49,6 +55,7 @@ package final class WriteGate<Key: Hashable>: Sendable {
     }
 
     /// Runs a write of every key (a `removeAll`), holding every turn.
+    @usableFromInline
     package func changeEveryKey<T>(_ body: () async throws -> T) async rethrows -> T {
         for stripe in 0..<Self.stripeCount { await acquire(stripe, bumping: true) }
         defer { for stripe in 0..<Self.stripeCount { release(stripe) } }
@@ -57,7 +64,8 @@ package final class WriteGate<Key: Hashable>: Sendable {
 
     /// Runs a write of `key` in its turn only if nothing changed the key since `mark`.
     /// - Returns: `body`'s result, or `nil` when the key changed and `body` did not run.
-    package func ifUnchanged<T>(_ key: Key, since mark: UInt64, _ body: () async throws -> T) async rethrows -> T? {
+    @usableFromInline
+    package func ifUnchanged<T>(_ key: some Hashable, since mark: UInt64, _ body: () async throws -> T) async rethrows -> T? {
         let stripe = Self.stripe(of: key)
         await acquire(stripe, bumping: false)
         defer { release(stripe) }
@@ -101,7 +109,7 @@ package final class WriteGate<Key: Hashable>: Sendable {
         next?.resume()
     }
 
-    private static func stripe(of key: Key) -> Int {
+    private static func stripe(of key: some Hashable) -> Int {
         Int(UInt(bitPattern: key.hashValue) % UInt(stripeCount))
     }
 }

@@ -6,8 +6,9 @@
 /// store can count evictions (and, for files, delete them).
 ///
 /// `@inlinable` throughout so that stores in other modules get code specialised for their key and
-/// value types: this is the hot path of every memory read. Public only as SPI, like `Locked`.
-@_spi(HanekeInternals) @frozen
+/// value types: this is the hot path of every memory read. Public (like `Locked`) so that
+/// `MemoryStore` can inline it into your code, and so that stores you write can use it.
+@frozen
 public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline
     struct Node: Sendable {

@@ -6,22 +6,28 @@ public import Musl
 public import Darwin
 #endif
 
-/// A value guarded by a pthread mutex: the package's one lock abstraction (DESIGN §6).
+/// A value guarded by a pthread mutex: the package's one lock abstraction (DESIGN §6), public so that
+/// stores you write can use it too.
 ///
-/// Public only as SPI (`@_spi(HanekeInternals) import HanekeProtocols`), for the package's other
-/// modules: `@inlinable` bodies of `package` declarations are not inlined across modules by this
-/// compiler, and this lock is on every hot path.
+/// ```swift
+/// let hits = Locked(0)
+/// hits.withLock { $0 += 1 }
+/// ```
+///
+/// It is public (not `package`) because this compiler does not inline the `@inlinable` bodies of
+/// `package` declarations across modules, and this lock is on every store's hot path; `MemoryStore`
+/// inlines it into your code.
 ///
 /// `Synchronization.Mutex` would be the natural choice, but ThreadSanitizer on Linux does not see its
 /// futex and reports false races (shared/TOOLCHAIN.md), which would make `make tsan` useless. A pthread
 /// mutex is understood by TSan and costs the same here.
 ///
-@_spi(HanekeInternals)
 public final class Locked<Value> {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline var value: Value
 
     /// Creates a box holding `value`.
+    /// - Parameter value: The initial value.
     public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
@@ -36,6 +42,9 @@ public final class Locked<Value> {
     }
 
     /// Runs `body` with the lock held and returns its result. Never `await` or do I/O inside.
+    /// - Parameter body: Reads or changes the value.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
     @inlinable
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
