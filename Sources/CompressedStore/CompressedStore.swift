@@ -28,7 +28,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     public let base: Base
     /// How values are compressed.
     public let configuration: Configuration
-    private let counters = Counters()
+    @usableFromInline let counters = CompressionCounters()
 
     /// Compresses into `base`. Prefer ``Store/compressed(_:)``.
     /// - Parameters:
@@ -43,16 +43,10 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// - Parameter key: The key to look up.
     /// - Returns: The value, or `nil` on a miss.
     /// - Throws: `StoreError` with code `corrupted` or `decompressionLimitExceeded`; what `base` throws.
+    @inlinable
     public func value(forKey key: Key) async throws -> Data? {
         guard let frame = try await base.value(forKey: key) else { return nil }
-        do {
-            let value = try LZ4.decompress(frame, limit: configuration.decompressionLimit)
-            counters.recordRead(compressed: frame.count, decompressed: value.count)
-            return value
-        } catch {
-            counters.recordRejection()
-            throw error.storeError(subject: "The \(frame.count)-byte LZ4 frame stored for key \(Logger.describe(key))")
-        }
+        return try counters.decompress(frame, limit: configuration.decompressionLimit, key: key)
     }
 
     /// Compresses `value` into one frame and stores it.
@@ -60,14 +54,15 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
     /// - Throws: `StoreError` with code `encoding` if liblz4 fails; what `base` throws.
+    @inlinable
     public func setValue(_ value: Data, forKey key: Key) async throws {
-        let frame: Data
-        do {
-            frame = try LZ4.compress(value, settings: settings)
-        } catch {
-            counters.view.recordError()
-            throw error.storeError(subject: "The \(value.count)-byte value for key \(Logger.describe(key))")
-        }
+        let frame = try counters.compress(
+            value,
+            level: configuration.level.rawValue,
+            blockSizeID: configuration.blockSize.rawValue,
+            linkedBlocks: configuration.linkedBlocks,
+            key: key
+        )
         try await base.setValue(frame, forKey: key)
         counters.recordWrite(uncompressed: value.count, compressed: frame.count)
     }
@@ -120,42 +115,6 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
 
     private var settings: LZ4.Settings {
         LZ4.Settings(level: configuration.level.rawValue, blockSizeID: configuration.blockSize.rawValue, linkedBlocks: configuration.linkedBlocks)
-    }
-
-    /// Lock-free counters shared by copies of the store.
-    private final class Counters: Sendable {
-        let view = StatisticsCounter()
-        private let before = Atomic<Int>(0)
-        private let after = Atomic<Int>(0)
-        private let compressedRead = Atomic<Int>(0)
-        private let decompressedRead = Atomic<Int>(0)
-        private let rejected = Atomic<Int>(0)
-
-        func recordWrite(uncompressed: Int, compressed: Int) {
-            before.add(uncompressed, ordering: .relaxed)
-            after.add(compressed, ordering: .relaxed)
-        }
-
-        func recordRead(compressed: Int, decompressed: Int) {
-            compressedRead.add(compressed, ordering: .relaxed)
-            decompressedRead.add(decompressed, ordering: .relaxed)
-        }
-
-        func recordRejection() {
-            rejected.add(1, ordering: .relaxed)
-            view.recordMiss()
-            view.recordError()
-        }
-
-        var snapshot: CompressionStatistics {
-            CompressionStatistics(
-                bytesBeforeCompression: before.load(ordering: .relaxed),
-                bytesAfterCompression: after.load(ordering: .relaxed),
-                compressedBytesRead: compressedRead.load(ordering: .relaxed),
-                decompressedBytesRead: decompressedRead.load(ordering: .relaxed),
-                framesRejected: rejected.load(ordering: .relaxed)
-            )
-        }
     }
 }
 

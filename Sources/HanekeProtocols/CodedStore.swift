@@ -16,7 +16,7 @@ where Base.Value == Data, Codec.Value: Sendable {
     public let base: Base
     /// The codec between values and bytes.
     public let codec: Codec
-    private let counter = StatisticsCounter()
+    @usableFromInline let counter = StatisticsCounter()
 
     /// Views `base` through `codec`. Prefer ``Store/coded(with:)``.
     /// - Parameters:
@@ -31,14 +31,13 @@ where Base.Value == Data, Codec.Value: Sendable {
     /// - Parameter key: The key to look up.
     /// - Returns: The decoded value, or `nil` on a miss.
     /// - Throws: `StoreError` with code `decoding` when the bytes do not decode; what `base` throws.
+    @inlinable
     public func value(forKey key: Key) async throws -> Value? {
         guard let data = try await base.value(forKey: key) else { return nil }
         do {
             return try codec.decode(data)
         } catch {
-            counter.recordMiss()
-            counter.recordError()
-            throw StoreError.wrapping(error, as: .decoding, "Could not decode the value stored for key \(Logger.describe(key))")
+            throw failure(error, decoding: true, key: key)
         }
     }
 
@@ -47,15 +46,27 @@ where Base.Value == Data, Codec.Value: Sendable {
     ///   - value: The value to store.
     ///   - key: The key to store it under.
     /// - Throws: `StoreError` with code `encoding`; what `base` throws.
+    @inlinable
     public func setValue(_ value: Value, forKey key: Key) async throws {
         let data: Data
         do {
             data = try codec.encode(value)
         } catch {
-            counter.recordError()
-            throw StoreError.wrapping(error, as: .encoding, "Could not encode the value for key \(Logger.describe(key))")
+            throw failure(error, decoding: false, key: key)
         }
         try await base.setValue(data, forKey: key)
+    }
+
+    /// Counts a codec failure and makes the `StoreError` users see (out of line: the error path).
+    @usableFromInline
+    func failure(_ error: any Error, decoding: Bool, key: Key) -> StoreError {
+        if decoding {
+            counter.recordMiss()
+            counter.recordError()
+            return StoreError.wrapping(error, as: .decoding, "Could not decode the value stored for key \(Logger.describe(key))")
+        }
+        counter.recordError()
+        return StoreError.wrapping(error, as: .encoding, "Could not encode the value for key \(Logger.describe(key))")
     }
 
     /// Removes `key` from `base`.

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 internal import CLZ4
 
 #if canImport(Glibc)
@@ -34,11 +34,17 @@ enum LZ4 {
         var preferences = clz4_preferences(settings.level, settings.blockSizeID, settings.linkedBlocks ? 1 : 0, UInt64(data.count))
         let bound = clz4_compress_bound(data.count, &preferences)
         guard let output = malloc(max(bound, 1)) else { throw .compression("could not allocate \(bound) bytes") }
-        let context = compressionContexts.take()
-        defer { compressionContexts.give(back: context) }
+        let context: OpaquePointer
+        do {
+            context = try Contexts.takeCompression()
+        } catch {
+            Glibc.free(output)
+            throw error
+        }
+        defer { Contexts.giveBack(compression: context) }
         let written = data.withUnsafeBytes { source in
             // An empty `Data` may have no address; liblz4 wants one even for zero bytes.
-            clz4_compress_frame(context.pointer, output, bound, source.baseAddress ?? UnsafeRawPointer(output), source.count, &preferences)
+            clz4_compress_frame(context, output, bound, source.baseAddress ?? UnsafeRawPointer(output), source.count, &preferences)
         }
         if clz4_is_error(written) != 0 {
             free(output)
@@ -51,15 +57,16 @@ enum LZ4 {
     /// than `limit` bytes, and any frame that is damaged, truncated, fails its checksum, or is
     /// followed by other bytes. The corresponding C function is `LZ4F_decompress`.
     static func decompress(_ frame: Data, limit: Int) throws(Failure) -> Data {
-        let context = decompressionContexts.take()
+        let context = try Contexts.takeDecompression()
         let outcome = frame.withUnsafeBytes { (source: UnsafeRawBufferPointer) -> Result<Data, Failure> in
-            Result { () throws(Failure) -> Data in try decompress(source, limit: limit, context: context.pointer) }
+            Result { () throws(Failure) -> Data in try decompress(source, limit: limit, context: context) }
         }
-        // A context that stopped in the middle of a frame is dropped, not reused: liblz4 1.9.4's
+        // A context that stopped in the middle of a frame is freed, not reused: liblz4 1.9.4's
         // reset leaves the frame's remaining size behind, and the next frame without a recorded
         // size then fails with ERROR_frameSize_wrong (seen in the tests).
-        if case .success = outcome {
-            decompressionContexts.give(back: context)
+        switch outcome {
+        case .success: Contexts.giveBack(decompression: context)
+        case .failure: Contexts.free(decompression: context)
         }
         return try outcome.get()
     }
@@ -85,17 +92,17 @@ enum LZ4 {
     /// The content size a frame's header records, read and checked by liblz4 (`LZ4F_getFrameInfo`,
     /// which verifies the header checksum); `nil` when the header is invalid or records no size.
     static func recordedContentSize(of header: Data) -> UInt64? {
-        let context = decompressionContexts.take()
-        let size = header.withUnsafeBytes { source -> UInt64? in
+        guard let context = try? Contexts.takeDecompression() else { return nil }
+        // The context stops after a header: free it rather than reuse it (see `decompress`).
+        defer { Contexts.free(decompression: context) }
+        return header.withUnsafeBytes { source -> UInt64? in
             guard let base = source.baseAddress else { return nil }
             var headerLength = 0
             var contentSize: UInt64 = 0
             var blockSizeID: Int32 = 0
-            let result = clz4_frame_header(context.pointer, base, source.count, &headerLength, &contentSize, &blockSizeID)
+            let result = clz4_frame_header(context, base, source.count, &headerLength, &contentSize, &blockSizeID)
             return clz4_is_error(result) != 0 || contentSize == 0 ? nil : contentSize
         }
-        // The context stopped after a header: drop it rather than reuse it (see `decompress`).
-        return size
     }
 
     /// Decodes the blocks after the header. With a known size (`growingTo == nil`) the output is
@@ -161,47 +168,60 @@ enum LZ4 {
 
     // MARK: - Contexts
 
-    /// A liblz4 compression context. `@unchecked Sendable`: it owns a C pointer, and the pool hands
-    /// it to one thread at a time.
-    final class CompressionContext: @unchecked Sendable {
-        let pointer: OpaquePointer
-        init() {
-            guard let pointer = clz4_create_compression_context() else { fatalError("liblz4 could not create a compression context") }
-            self.pointer = pointer
-        }
-        deinit { clz4_free_compression_context(pointer) }
-    }
-
-    /// A liblz4 decompression context. `@unchecked Sendable`: it owns a C pointer, and the pool hands
-    /// it to one thread at a time.
-    final class DecompressionContext: @unchecked Sendable {
-        let pointer: OpaquePointer
-        init() {
-            guard let pointer = clz4_create_decompression_context() else { fatalError("liblz4 could not create a decompression context") }
-            self.pointer = pointer
-        }
-        deinit { clz4_free_decompression_context(pointer) }
-    }
-
-    /// Contexts are costly to create (and a decompression context grows buffers on first use), so
-    /// they are reused; a few are kept, one per thread that was busy at once.
-    final class Pool<Context: Sendable>: Sendable {
-        private let idle = Locked<[Context]>([])
-        private let make: @Sendable () -> Context
-
-        init(_ make: @escaping @Sendable () -> Context) { self.make = make }
-
-        func take() -> Context {
-            idle.withLock { $0.popLast() } ?? make()
-        }
-
-        func give(back context: Context) {
-            idle.withLock { contexts in
-                if contexts.count < 16 { contexts.append(context) }
+    /// liblz4 contexts, cached one per thread (pthread thread-specific data): creating one costs more
+    /// than compressing a small value, and a per-thread cache needs no lock. A context is taken out of
+    /// its thread's slot while in use and put back after a success; one that stopped half-way through
+    /// a frame is freed instead (see `decompress`). A thread's contexts are freed when it exits.
+    enum Contexts {
+        static let compressionSlot: pthread_key_t? = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { pointer in
+                if let pointer { clz4_free_compression_context(OpaquePointer(pointer)) }
             }
+            return status == 0 ? key : nil
+        }()
+
+        static let decompressionSlot: pthread_key_t? = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { pointer in
+                if let pointer { clz4_free_decompression_context(OpaquePointer(pointer)) }
+            }
+            return status == 0 ? key : nil
+        }()
+
+        static func takeCompression() throws(Failure) -> OpaquePointer {
+            if let cached = take(from: compressionSlot) { return cached }
+            guard let context = clz4_create_compression_context() else { throw .compression("liblz4 could not create a context (out of memory)") }
+            return context
+        }
+
+        static func giveBack(compression context: OpaquePointer) {
+            if !put(context, in: compressionSlot) { clz4_free_compression_context(context) }
+        }
+
+        static func takeDecompression() throws(Failure) -> OpaquePointer {
+            if let cached = take(from: decompressionSlot) { return cached }
+            guard let context = clz4_create_decompression_context() else { throw .corrupted("liblz4 could not create a context (out of memory)") }
+            return context
+        }
+
+        static func giveBack(decompression context: OpaquePointer) {
+            if !put(context, in: decompressionSlot) { clz4_free_decompression_context(context) }
+        }
+
+        static func free(decompression context: OpaquePointer) {
+            clz4_free_decompression_context(context)
+        }
+
+        private static func take(from slot: pthread_key_t?) -> OpaquePointer? {
+            guard let slot, let pointer = pthread_getspecific(slot) else { return nil }
+            pthread_setspecific(slot, nil)
+            return OpaquePointer(pointer)
+        }
+
+        private static func put(_ context: OpaquePointer, in slot: pthread_key_t?) -> Bool {
+            guard let slot, pthread_getspecific(slot) == nil else { return false }
+            return pthread_setspecific(slot, UnsafeRawPointer(context)) == 0
         }
     }
-
-    static let compressionContexts = Pool { CompressionContext() }
-    static let decompressionContexts = Pool { DecompressionContext() }
 }

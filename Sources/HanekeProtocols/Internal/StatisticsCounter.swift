@@ -1,6 +1,7 @@
 import Synchronization
 
 /// Lock-free counters behind ``StoreStatistics``, for stores that do not already hold a lock.
+@usableFromInline
 package final class StatisticsCounter: Sendable {
     private let hits = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
@@ -10,16 +11,24 @@ package final class StatisticsCounter: Sendable {
     private let errors = Atomic<Int>(0)
 
     /// Creates counters at zero.
+    @usableFromInline
     package init() {}
 
+    @usableFromInline
     package func recordHit() { hits.add(1, ordering: .relaxed) }
+    @usableFromInline
     package func recordMiss() { misses.add(1, ordering: .relaxed) }
+    @usableFromInline
     package func recordWrite() { writes.add(1, ordering: .relaxed) }
+    @usableFromInline
     package func recordRemoval() { removals.add(1, ordering: .relaxed) }
+    @usableFromInline
     package func recordEvictions(_ count: Int = 1) { evictions.add(count, ordering: .relaxed) }
+    @usableFromInline
     package func recordError() { errors.add(1, ordering: .relaxed) }
 
     /// Records a read: a hit when `value` is not `nil`, a miss otherwise.
+    @usableFromInline
     package func recordRead(_ found: Bool) {
         if found { recordHit() } else { recordMiss() }
     }
