@@ -3,10 +3,11 @@
 #   make test   installs what is missing, builds (failing on any warning), and runs every test
 
 SWIFT ?= swift
+SHELL := /bin/bash
 # Debian packages the build and the tests need (later modules add theirs here).
 DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config
 
-.PHONY: all deps build test demo bench bench-smoke clean
+.PHONY: all deps build test demo bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
@@ -31,5 +32,36 @@ bench: deps
 bench-smoke: deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --smoke --json .build/bench-smoke.json
 
+# Reliability: the stress suite under ThreadSanitizer, and libFuzzer targets (Fuzz/) run for
+# FUZZ_SECONDS each (fuzz-smoke: 10 s each, for CI). Seeds are in Fuzz/Corpus (make fuzz-seeds
+# writes them with the library); what the fuzzer finds goes to Fuzz/.corpus (not committed), and a
+# crash stops the run with its input saved there.
+FUZZ_SECONDS ?= 120
+FUZZ_TARGETS := FuzzEntryFile FuzzLZ4Frame FuzzJSON
+
+tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter StressTests
+
+fuzz: deps
+	cd Fuzz && for target in $(FUZZ_TARGETS); do \
+		$(SWIFT) build -c release --sanitize=address --sanitize=fuzzer --scratch-path .build-fuzz --product $$target || exit 1; \
+	done
+	cd Fuzz && for target in $(FUZZ_TARGETS); do \
+		mkdir -p .corpus/$$target && \
+		SWIFT_BACKTRACE=enable=no .build-fuzz/release/$$target .corpus/$$target Corpus/$$target \
+			-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=.corpus/$$target- \
+			> .corpus/$$target.log 2>&1; status=$$?; \
+		grep -E "INITED|DONE|stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" .corpus/$$target.log | sed "s/^/$$target: /"; \
+		test $$status -eq 0 || exit 1; \
+		grep -q "INITED cov:" .corpus/$$target.log || { echo "$$target was built without coverage"; exit 1; }; \
+	done
+
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=10
+
+fuzz-seeds:
+	cd Fuzz && $(SWIFT) build -c release --product FuzzSeeds --scratch-path .build-seeds && .build-seeds/release/FuzzSeeds Corpus
+
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build .build-tsan Benchmarks/.build Fuzz/.build Fuzz/.build-fuzz Fuzz/.build-seeds Fuzz/.corpus

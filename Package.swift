@@ -64,6 +64,16 @@ let package = Package(
             ]
         ),
 
+        // MARK: - Test support executables and helpers (not products)
+
+        // A child process for the reliability tests: writes until killed or until a limit stops it.
+        .executableTarget(
+            name: "HanekeFaultWorker",
+            dependencies: ["FileStore", "CompressedStore", "HanekeProtocols"],
+            path: "Tests/FaultWorker"
+        ),
+        .target(name: "TestSupport", dependencies: ["HanekeProtocols"], path: "Tests/TestSupport"),
+
         // MARK: - Tool
 
         .executableTarget(
@@ -119,7 +129,14 @@ let package = Package(
         ),
         .testTarget(
             name: "HanekeToolTests",
-            dependencies: ["haneke", "Haneke", "HanekeTesting"]
+            dependencies: ["haneke", "Haneke", "HanekeTesting", "TestSupport"]
+        ),
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: [
+                "HanekeFaultWorker", "haneke", "FileStore", "CompressedStore", "MemoryStore",
+                "HanekeProtocols", "HanekeTesting", "TestSupport",
+            ]
         ),
         .testTarget(
             name: "CompressedStoreTests",

@@ -3,25 +3,20 @@ import Haneke
 @_spi(HanekeInternals) import HanekeProtocols
 import HanekeTesting
 import Testing
+import TestSupport
 
 /// The `haneke` tool, run as a separate process the way a user runs it.
 @Suite(.timeLimit(.minutes(2)))
 struct HanekeToolTests {
-    struct Run {
-        var status: Int32
-        var stdout: Data
-        var stderr: String
-        var output: String { String(decoding: stdout, as: UTF8.self) }
+    typealias Run = ChildProcess.Outcome
+
+    static func haneke(_ arguments: String...) throws -> Run {
+        try haneke(arguments)
     }
 
-    static let binary: String = {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [here, here.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("haneke").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return here.appendingPathComponent("haneke").path
-    }()
+    static func haneke(_ arguments: [String]) throws -> Run {
+        try ChildProcess.run(ChildProcess.binary("haneke"), arguments)
+    }
 
     /// The path and bytes of every file below `root`, to prove a command changed nothing.
     static func snapshot(of root: String) throws -> [String: Data] {
@@ -33,10 +28,6 @@ struct HanekeToolTests {
             }
         }
         return files
-    }
-
-    static func haneke(_ arguments: String...) throws -> Run {
-        try haneke(arguments)
     }
 
     static func md5(_ key: String) throws -> String {
@@ -236,28 +227,5 @@ struct HanekeToolTests {
         }
         let folder = directory.appending("original")
         #expect(try Self.haneke("verify", folder).status == 0)
-    }
-
-    static func haneke(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read stderr on another thread while stdout is read here, so neither pipe can fill and stall.
-        let stderrData = Locked(Data())
-        let stderrDone = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let data = err.fileHandleForReading.readDataToEndOfFile()
-            stderrData.withLock { $0 = data }
-            stderrDone.signal()
-        }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        stderrDone.wait()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderrData.withLock { $0 }, as: UTF8.self))
     }
 }

@@ -1,0 +1,114 @@
+// A child process for the reliability tests: it writes to a store until it is killed, or until a
+// resource limit stops it, and reports on stdout what was acknowledged.
+//
+//   HanekeFaultWorker write-forever DIR FIRST [compressed]
+//                                                       write and overwrite keys until killed, with
+//                                                       sequence numbers from FIRST up; prints
+//                                                       "ack <key> <seq>" after each write
+//   HanekeFaultWorker fill DIR LIMIT                    RLIMIT_FSIZE = LIMIT bytes, then write values
+//                                                       of growing size until one fails; prints
+//                                                       "failed <code> <message>"
+//   HanekeFaultWorker write-once DIR KEY VALUE          one write; prints "ok" or "failed <code> ..."
+
+import CompressedStore
+import FileStore
+import Foundation
+import HanekeProtocols
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The value for a key and a sequence number: it names both and carries a body derived from them,
+/// so a reader can tell a whole value from a torn or foreign one.
+enum WorkerValue {
+    static func make(key: String, sequence: Int, maximumLength: Int = 30_000) -> Data {
+        make(key: key, sequence: sequence, length: 200 + (sequence * 7919) % max(1, maximumLength - 200))
+    }
+
+    static func make(key: String, sequence: Int, length: Int) -> Data {
+        var bytes = Array("\(key)|\(sequence)|\(length)|".utf8)
+        // Only the key's bytes, the sequence and the length: the same in every process (no
+        // hashValue, which Swift seeds per process).
+        var state = key.utf8.reduce(UInt64(truncatingIfNeeded: sequence &* 2_654_435_761 &+ length)) { $0 &* 31 &+ UInt64($1) }
+        while bytes.count < length {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes.append(UInt8(truncatingIfNeeded: state >> 56))
+        }
+        return Data(bytes)
+    }
+
+    /// The key and sequence of a whole, valid value; `nil` for anything else.
+    static func parse(_ data: Data) -> (key: String, sequence: Int)? {
+        guard let end = data.firstIndex(of: UInt8(ascii: "|")).flatMap({ first in
+            data[(first + 1)...].firstIndex(of: UInt8(ascii: "|")).flatMap { data[($0 + 1)...].firstIndex(of: UInt8(ascii: "|")) }
+        }) else { return nil }
+        let parts = String(decoding: data[..<end], as: UTF8.self).split(separator: "|", omittingEmptySubsequences: false)
+        guard parts.count == 3, let sequence = Int(parts[1]), let length = Int(parts[2]), data.count == length else { return nil }
+        let key = String(parts[0])
+        return make(key: key, sequence: sequence, length: length) == data ? (key, sequence) : nil
+    }
+}
+
+func line(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: HanekeFaultWorker write-forever|fill|write-once DIR ...\n".utf8))
+    exit(2)
+}
+let directory = arguments[2]
+
+switch arguments[1] {
+case "write-forever":
+    guard arguments.count >= 4, let first = Int(arguments[3]) else { exit(2) }
+    let file = try FileStore(directory: directory, configuration: .init(capacity: nil))
+    let compressed = arguments.count > 4 && arguments[4] == "compressed"
+    let store = file.compressed()
+    var sequence = first
+    while true {
+        sequence += 1
+        let key = "key-\(sequence % 40)"
+        let value = WorkerValue.make(key: key, sequence: sequence)
+        if compressed {
+            try await store.setValue(value, forKey: key)
+        } else {
+            try file.setValue(value, forKey: key)
+        }
+        line("ack \(key) \(sequence)")
+    }
+
+case "fill":
+    guard arguments.count >= 4, let limit = rlim_t(arguments[3]) else { exit(2) }
+    signal(SIGXFSZ, SIG_IGN)   // a write past the limit then fails with EFBIG instead of killing us
+    var limits = rlimit(rlim_cur: limit, rlim_max: limit)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limits)
+    let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
+    var written = 0
+    for i in 0..<1_000 {
+        do {
+            // Values grow by 1 KiB a write, so one soon needs a file over the limit.
+            try store.setValue(WorkerValue.make(key: "fill-\(i)", sequence: i, length: 1_000 + 1_024 * i), forKey: "fill-\(i)")
+            written += 1
+        } catch let error as StoreError {
+            line("failed \(error.code) after \(written) writes: \(error.message)")
+            exit(0)
+        }
+    }
+    line("never failed")
+
+case "write-once":
+    guard arguments.count >= 5 else { exit(2) }
+    do {
+        let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
+        try store.setValue(Data(arguments[4].utf8), forKey: arguments[3])
+        line("ok")
+    } catch let error as StoreError {
+        line("failed \(error.code): \(error.message)")
+    }
+
+default:
+    exit(2)
+}

@@ -1,0 +1,167 @@
+import CompressedStore
+import FileStore
+import Foundation
+import HanekeProtocols
+import HanekeTesting
+@testable import HanekeFaultWorker
+import Testing
+import TestSupport
+
+/// Every kind of damage a cache folder can suffer, planted at once: each read is a miss or a clear
+/// `StoreError` (never a crash, never another key's or a damaged value), and `haneke verify --repair`
+/// fixes the folder.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct CorruptionTests {
+    struct Case {
+        var key: String
+        var damage: String
+    }
+
+    @Test func everyKindOfDamageIsAMissOrAClearErrorAndVerifyRepairsIt() async throws {
+        let directory = try TemporaryDirectory(prefix: "corrupt")
+        let outside = try TemporaryDirectory(prefix: "outside")
+        let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
+        let compressed = store.compressed()
+        var values: [String: Data] = [:]
+        for i in 0..<40 {
+            let key = "key-\(i)"
+            values[key] = WorkerValue.make(key: key, sequence: i, maximumLength: 8_000)
+            try await compressed.setValue(values[key]!, forKey: key)
+        }
+        try store.flush()
+        func path(_ key: String) -> String { store.path(forKey: key) }
+        func write(_ data: Data, to path: String) throws { try data.write(to: URL(fileURLWithPath: path)) }
+        func bytes(_ key: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path(key))) }
+
+        var cases: [Case] = []
+        func plant(_ key: String, _ damage: String, _ body: () throws -> Void) throws {
+            try body()
+            cases.append(Case(key: key, damage: damage))
+        }
+        try plant("key-0", "truncated in the payload") { try write(try bytes("key-0").dropLast(10), to: path("key-0")) }
+        try plant("key-1", "truncated in the header") { try write(try bytes("key-1").prefix(20), to: path("key-1")) }
+        try plant("key-2", "a bit flipped in the payload") {
+            var data = try bytes("key-2")
+            data[data.count / 2] ^= 0x08
+            try write(data, to: path("key-2"))
+        }
+        try plant("key-3", "a bit flipped in the header") {
+            var data = try bytes("key-3")
+            data[20] ^= 0x01
+            try write(data, to: path("key-3"))
+        }
+        try plant("key-4", "zero length") { try write(Data(), to: path("key-4")) }
+        try plant("key-5", "garbage") { try write(Data((0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 37) }), to: path("key-5")) }
+        try plant("key-6", "another key's file") { try write(try bytes("key-7"), to: path("key-6")) }
+        try plant("key-8", "a folder where the file should be") {
+            try FileManager.default.removeItem(atPath: path("key-8"))
+            try FileManager.default.createDirectory(atPath: path("key-8") + "/inside", withIntermediateDirectories: true)
+        }
+        try plant("key-9", "a symbolic link out of the cache folder") {
+            let target = outside.appending("secret")
+            try write(Data("not the cache's".utf8), to: target)
+            try FileManager.default.removeItem(atPath: path("key-9"))
+            try FileManager.default.createSymbolicLink(atPath: path("key-9"), withDestinationPath: target)
+        }
+        let shardOfTen = (path("key-10") as NSString).deletingLastPathComponent
+        try plant("key-10", "a file where the shard folder should be") {
+            try FileManager.default.removeItem(atPath: shardOfTen)
+            try write(Data("a file".utf8), to: shardOfTen)
+        }
+        try plant("key-11", "invalid UTF-8 in the stored key") {
+            var data = try bytes("key-11")
+            data[40] = 0xFF   // the first byte of the key, just after the 40-byte header
+            try write(data, to: path("key-11"))
+        }
+
+        // Reads: a miss or a clear error, never a wrong value; and never a crash.
+        let reopened = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
+        let view = reopened.compressed()
+        var clearErrors = 0
+        for key in values.keys {
+            do {
+                if let value = try await view.value(forKey: key) {
+                    #expect(value == values[key], "\(key) read a wrong value")
+                }
+            } catch let error as StoreError {
+                #expect([.corrupted, .io, .decompressionLimitExceeded].contains(error.code), "\(key): \(error)")
+                #expect(!error.message.isEmpty)
+                clearErrors += 1
+            }
+        }
+        for damaged in cases {
+            let read = try? await view.value(forKey: damaged.key)
+            #expect(read == nil, "\(damaged.damage)")
+        }
+        // The other keys are untouched.
+        for i in 12..<40 {
+            #expect(try await view.value(forKey: "key-\(i)") == values["key-\(i)"])
+        }
+
+        // Reads removed what they found damaged; plant every kind of damage again, on other keys,
+        // and let the tool find and repair it all.
+        let before = cases.count
+        cases.removeAll()
+        try plant("key-20", "truncated in the payload") { try write(try bytes("key-20").dropLast(10), to: path("key-20")) }
+        try plant("key-21", "a bit flipped in the payload") {
+            var data = try bytes("key-21")
+            data[data.count / 2] ^= 0x08
+            try write(data, to: path("key-21"))
+        }
+        try plant("key-22", "a bit flipped in the header") {
+            var data = try bytes("key-22")
+            data[20] ^= 0x01
+            try write(data, to: path("key-22"))
+        }
+        try plant("key-23", "zero length") { try write(Data(), to: path("key-23")) }
+        try plant("key-24", "another key's file") { try write(try bytes("key-25"), to: path("key-24")) }
+        try plant("key-26", "a folder where the file should be") {
+            try FileManager.default.removeItem(atPath: path("key-26"))
+            try FileManager.default.createDirectory(atPath: path("key-26") + "/inside", withIntermediateDirectories: true)
+        }
+        try plant("key-27", "a symbolic link out of the cache folder") {
+            try FileManager.default.removeItem(atPath: path("key-27"))
+            try FileManager.default.createSymbolicLink(atPath: path("key-27"), withDestinationPath: outside.appending("secret"))
+        }
+        try plant("key-28", "invalid UTF-8 in the stored key") {
+            var data = try bytes("key-28")
+            data[40] = 0xFF
+            try write(data, to: path("key-28"))
+        }
+        let shardOfTwentyNine = (path("key-29") as NSString).deletingLastPathComponent
+        try plant("key-29", "a file where the shard folder should be") {
+            try FileManager.default.removeItem(atPath: shardOfTwentyNine)
+            try write(Data("a file".utf8), to: shardOfTwentyNine)
+        }
+        let haneke = ChildProcess.binary("haneke")
+        let check = try ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
+        #expect(check.status == 1)
+        let found = check.output.split(separator: "\n").filter { !$0.hasPrefix("repaired") && $0.contains(": ") && !$0.contains("files checked") }
+        #expect(found.count >= cases.count, "\(check.output)")
+        let repair = try ChildProcess.run(haneke, ["verify", directory.path, "--repair", "--quiet"])
+        #expect(repair.status == 0, "\(repair.output) \(repair.stderr)")
+        let clean = try ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
+        #expect(clean.status == 0, "\(clean.output)")
+        #expect(FileManager.default.fileExists(atPath: outside.appending("secret")), "repair followed a link out of the folder")
+        print("corruption: \(before) kinds of damage read through the store (\(clearErrors) clear errors, the rest misses, 0 wrong values); \(cases.count) planted again, verify: \(check.output.split(separator: "\n").last ?? "")")
+    }
+
+    @Test func anUnreadableFileIsAClearErrorForTheTool() async throws {
+        let directory = try TemporaryDirectory(prefix: "unreadable")
+        let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
+        try await store.setValue(Data("secret".utf8), forKey: "k")
+        try store.flush()
+        chmod(store.path(forKey: "k"), 0o000)
+        chmod(directory.path, 0o755)
+        chmod((store.path(forKey: "k") as NSString).deletingLastPathComponent, 0o755)
+        let haneke = ChildProcess.binary("haneke")
+        // As root every file is readable: run the tool as `nobody`, who is refused.
+        let prefix = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        let get = try ChildProcess.run(prefix.first ?? haneke, Array(prefix.dropFirst()) + (prefix.isEmpty ? [] : [haneke]) + ["get", directory.path, "k"])
+        #expect(get.status == 1)
+        #expect(get.stderr.hasPrefix("haneke: "), "\(get.stderr)")
+        #expect(get.stderr.split(separator: "\n").count == 1)
+        #expect(get.stderr.contains("Permission denied") || get.stderr.contains("errno 13"), "\(get.stderr)")
+        chmod(store.path(forKey: "k"), 0o644)
+    }
+}

@@ -1,0 +1,94 @@
+import CompressedStore
+import FileStore
+import Foundation
+import HanekeProtocols
+import HanekeTesting
+@testable import HanekeFaultWorker
+import Testing
+import TestSupport
+
+/// A child writes and overwrites keys as fast as it can and is killed with SIGKILL at random moments;
+/// after each kill the store is opened again and checked: every value is whole and belongs to its
+/// key, no acknowledged write is lost, the index agrees with the files, and no temporary file is left.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct CrashTests {
+    struct Tally: CustomStringConvertible {
+        var kills = 0
+        var valuesChecked = 0
+        var acknowledgedWrites = 0
+        var wrongValues = 0
+        var lostWrites = 0
+        var leftoverTemporaryFiles = 0
+        var problems: [String] = []
+        var description: String {
+            "\(kills) kills, \(acknowledgedWrites) acknowledged writes, \(valuesChecked) values checked, \(wrongValues) wrong, \(lostWrites) lost, \(leftoverTemporaryFiles) temporary files left \(problems.prefix(3))"
+        }
+    }
+
+    @Test(arguments: ["plain", "compressed"])
+    func killedWritersNeverLeaveAPartialOrWrongValue(mode: String) async throws {
+        let directory = try TemporaryDirectory(prefix: "crash")
+        let worker = ChildProcess.binary("HanekeFaultWorker")
+        var random = SeededRandomNumberGenerator(seed: mode == "plain" ? 1 : 2)
+        var acknowledged: [String: Int] = [:]
+        var tally = Tally()
+        for run in 0..<30 {
+            // Each run numbers its writes above the previous runs', so a newer value never looks older.
+            let first = String((run + 1) * 10_000_000)
+            let (process, output) = try ChildProcess.start(worker, ["write-forever", directory.path, first] + (mode == "compressed" ? ["compressed"] : []))
+            // Let it write for a random while (5–80 ms), then kill it mid-flight.
+            usleep(useconds_t(5_000 + random.next() % 75_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            tally.kills += 1
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            for line in printed.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {   // the last may be cut
+                let parts = line.split(separator: " ")
+                guard parts.count == 3, parts[0] == "ack", let sequence = Int(parts[2]) else { continue }
+                acknowledged[String(parts[1]), default: 0] = max(acknowledged[String(parts[1])] ?? 0, sequence)
+                tally.acknowledgedWrites += 1
+            }
+            try await check(directory.path, compressed: mode == "compressed", acknowledged: acknowledged, tally: &tally)
+        }
+        #expect(tally.kills >= 30)
+        #expect(tally.acknowledgedWrites > 0)
+        #expect(tally.wrongValues == 0, "\(tally)")
+        #expect(tally.lostWrites == 0, "\(tally)")
+        #expect(tally.leftoverTemporaryFiles == 0, "\(tally)")
+        print("crash harness (\(mode)): \(tally)")
+    }
+
+    func readSynchronously(_ store: FileStore, _ key: String) throws -> Data? {
+        try store.value(forKey: key)
+    }
+
+    func check(_ directory: String, compressed: Bool, acknowledged: [String: Int], tally: inout Tally) async throws {
+        let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
+        // Opening removed the killed writer's temporary files.
+        let temporaries = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.contains("/.tmp.") }
+        tally.leftoverTemporaryFiles += temporaries.count
+        let view = store.compressed()
+        for key in store.keys() {
+            let value: Data? = compressed ? try await view.value(forKey: key) : try readSynchronously(store, key)
+            tally.valuesChecked += 1
+            guard let value, let parsed = WorkerValue.parse(value), parsed.key == key else {
+                tally.wrongValues += 1
+                tally.problems.append("\(key): not a whole value of its own")
+                continue
+            }
+            if parsed.sequence < acknowledged[key] ?? 0 {
+                tally.lostWrites += 1
+                tally.problems.append("\(key): holds \(parsed.sequence), but \(acknowledged[key]!) was acknowledged")
+            }
+        }
+        for key in acknowledged.keys where store.containsValue(forKey: key) == false {
+            tally.lostWrites += 1
+            tally.problems.append("\(key): acknowledged, then gone")
+        }
+        let files = try FileManager.default.subpathsOfDirectory(atPath: directory).filter {
+            let parts = $0.split(separator: "/")
+            return parts.count == 2 && parts[1].count == 32
+        }
+        if files.count != store.count { tally.problems.append("index \(store.count) entries, \(files.count) files") ; tally.wrongValues += 1 }
+    }
+}

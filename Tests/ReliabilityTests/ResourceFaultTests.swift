@@ -1,0 +1,131 @@
+import CompressedStore
+import FileStore
+import Foundation
+import HanekeProtocols
+import HanekeTesting
+@testable import HanekeFaultWorker
+import Testing
+import TestSupport
+
+/// A full disk, a folder the writer may not write, and the folder deleted while tasks write: writes
+/// fail with a clear error, nothing already stored is damaged, and the store recovers.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ResourceFaultTests {
+    static let worker = ChildProcess.binary("HanekeFaultWorker")
+
+    func storeSomeValues(in directory: String) throws -> [String: Data] {
+        let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
+        var values: [String: Data] = [:]
+        for i in 0..<20 {
+            let value = WorkerValue.make(key: "kept-\(i)", sequence: i, maximumLength: 5_000)
+            try store.setValue(value, forKey: "kept-\(i)")
+            values["kept-\(i)"] = value
+        }
+        try store.flush()
+        return values
+    }
+
+    func expectIntact(_ values: [String: Data], in directory: String) throws {
+        let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
+        for (key, value) in values {
+            #expect(try store.value(forKey: key) == value, "\(key) was damaged")
+        }
+        let temporaries = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.contains("/.tmp.") }
+        #expect(temporaries.isEmpty, "\(temporaries)")
+    }
+
+    @Test func aFullDiskFailsWritesClearlyAndDamagesNothing() throws {
+        let directory = try TemporaryDirectory(prefix: "full")
+        let values = try storeSomeValues(in: directory.path)
+        // The child may write no file over 64 KiB: a larger value fails with EFBIG, as on a full disk.
+        let run = try ChildProcess.run(Self.worker, ["fill", directory.path, "65536"])
+        #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
+        #expect(run.output.contains("fill-"), "the error names the key")
+        try expectIntact(values, in: directory.path)
+        // The fault goes: writing works again.
+        let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
+        try store.setValue(Data(count: 100_000), forKey: "after")
+        #expect(try store.value(forKey: "after")?.count == 100_000)
+    }
+
+    @Test func aSmallFullFileSystemFailsWritesClearly() throws {
+        // A 1 MiB tmpfs where the machine lets us mount one (as root here); a full file system, not a limit.
+        let mountPoint = try TemporaryDirectory(prefix: "tmpfs")
+        let mount = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path])
+        guard mount.status == 0 else {
+            print("tmpfs could not be mounted here (\(mount.stderr.trimmingCharacters(in: .whitespacesAndNewlines))); covered by the RLIMIT_FSIZE test")
+            return
+        }
+        defer { _ = try? ChildProcess.run("/bin/umount", [mountPoint.path]) }
+        let values = try storeSomeValues(in: mountPoint.path)
+        let store = try FileStore(directory: mountPoint.path, configuration: .init(capacity: nil))
+        var failure: StoreError?
+        for i in 0..<200 {
+            do {
+                try store.setValue(Data(count: 20_000), forKey: "filler-\(i)")
+            } catch let error as StoreError {
+                failure = error
+                break
+            }
+        }
+        #expect(failure?.code == .io)
+        #expect(failure?.message.contains("No space left") == true || failure?.message.contains("ENOSPC") == true || failure?.message.contains("errno 28") == true)
+        try expectIntact(values, in: mountPoint.path)
+        for i in 0..<200 { try? store.removeValue(forKey: "filler-\(i)") }
+        try store.setValue(Data(count: 1_000), forKey: "after")
+        #expect(try store.value(forKey: "after")?.count == 1_000)
+    }
+
+    @Test func aFolderTheWriterMayNotWriteFailsClearly() throws {
+        let directory = try TemporaryDirectory(prefix: "readonly")
+        let values = try storeSomeValues(in: directory.path)
+        let run: ChildProcess.Outcome
+        if getuid() == 0 {
+            // Root writes anywhere: run the writer as `nobody`, who may read the folder but not write it.
+            chmod(directory.path, 0o755)
+            for shard in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+                chmod(directory.appending(shard), 0o755)
+            }
+            run = try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "overwritten"])
+        } else {
+            chmod(directory.path, 0o555)
+            defer { chmod(directory.path, 0o755) }
+            run = try ChildProcess.run(Self.worker, ["write-once", directory.path, "kept-1", "overwritten"])
+        }
+        #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
+        try expectIntact(values, in: directory.path)
+    }
+
+    @Test func theFolderDeletedWhileTasksWriteIsRecoveredFrom() async throws {
+        let directory = try TemporaryDirectory(prefix: "deleted")
+        let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
+        let errors = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    var errors = 0
+                    for i in 0..<500 {
+                        do {
+                            try await store.setValue(WorkerValue.make(key: "t\(task)-\(i % 10)", sequence: i, maximumLength: 1_000), forKey: "t\(task)-\(i % 10)")
+                            if let read = try await store.value(forKey: "t\(task)-\(i % 10)"), WorkerValue.parse(read) == nil { errors += 1_000 }
+                        } catch let error as StoreError {
+                            #expect(error.code == .io)
+                            errors += 1
+                        }
+                    }
+                    return errors
+                }
+            }
+            group.addTask {
+                for _ in 0..<20 {
+                    try? FileManager.default.removeItem(atPath: directory.path)
+                    await Task.yield()
+                }
+                return 0
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(errors < 1_000, "a read returned a value that was not whole")
+        try await store.setValue(Data("after".utf8), forKey: "after")
+        #expect(try await store.value(forKey: "after") == Data("after".utf8))
+    }
+}
