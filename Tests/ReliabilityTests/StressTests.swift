@@ -79,6 +79,7 @@ struct StressTests {
 
     @Test func memoryStore() async throws {
         let report = try await Self.stress(MemoryStore<String, Data>())
+        print("stress (MemoryStore): \(report)")
         #expect(report.wrongValues == 0, "\(report)")
         #expect(report.operations == Self.tasks * Self.operationsPerTask)
     }
@@ -86,6 +87,7 @@ struct StressTests {
     @Test func fileStore() async throws {
         let store = try TemporaryStore { try FileStore(directory: $0.path, configuration: .init(capacity: nil)) }
         let report = try await Self.stress(store)
+        print("stress (FileStore): \(report)")
         #expect(report.wrongValues == 0, "\(report)")
         #expect(store.base.statistics.errors == 0)
         try Self.expectIndexMatchesFiles(store.base)
@@ -94,6 +96,7 @@ struct StressTests {
     @Test func compressedFileStore() async throws {
         let store = try TemporaryStore { try FileStore(directory: $0.path, configuration: .init(capacity: nil)) }
         let report = try await Self.stress(store.base.compressed())
+        print("stress (compressed FileStore): \(report)")
         #expect(report.wrongValues == 0, "\(report)")
         try Self.expectIndexMatchesFiles(store.base)
     }
@@ -103,6 +106,7 @@ struct StressTests {
         // A small memory layer: values are evicted and promoted back all the time.
         let chain = MemoryStore<String, Data>(countLimit: 32).chained(to: disk.base.compressed())
         let report = try await Self.stress(chain)
+        print("stress (memory → compressed file chain): \(report)")
         #expect(report.wrongValues == 0, "\(report)")
         try Self.expectIndexMatchesFiles(disk.base)
     }
@@ -135,6 +139,7 @@ struct StressTests {
             }
             return try await group.reduce(0, +)
         }
+        print("stress (chain with fetcher): \(Self.tasks * Self.operationsPerTask) operations, \(wrong) wrong values, \(calls.withLock { $0 }) fetcher calls")
         #expect(wrong == 0)
         #expect(calls.withLock { $0 } >= 1)
     }
