@@ -65,7 +65,7 @@ struct FaultTests {
         server.stop()
         let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
         let memory = MemoryStore<String, Data>(name: "memory")
-        let chain = memory.chained(to: redis, logger: Self.quiet).fetching(from: ClosureFetcher { key in Data("fetched \(key)".utf8) })
+        let chain = memory.chained(to: redis, logger: Self.quiet).fetching(from: ClosureFetcher { key in Data("fetched \(key)".utf8) }, logger: Self.quiet)
 
         #expect(try await chain.fetch("a") == Data("fetched a".utf8))
         #expect(try await chain.fetch("a") == Data("fetched a".utf8))   // a memory hit
@@ -168,7 +168,7 @@ struct FaultTests {
             .fetching(from: ClosureFetcher { (key: String) in
                 fetched.withLock { $0 += 1 }
                 return Self.value(for: key)
-            })
+            }, logger: Self.quiet)
 
         func redisStatistics() -> StoreStatistics { redis.statistics }
 

@@ -129,6 +129,17 @@ struct RedisStoreTests {
         #expect(store.statistics.errors == 0)
     }
 
+    /// One request at a time still opens every connection of the pool, in the background.
+    @Test func thePoolGrowsToItsSize() async throws {
+        let store = try await SharedRedis.store()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while store.pool.openConnections < 4, ContinuousClock.now < deadline {
+            _ = try await store.value(forKey: "k")
+        }
+        #expect(store.pool.openConnections == 4)
+        #expect(store.pool.connectionsOpened == 4)
+    }
+
     @Test func countsHitsMissesWritesAndRemovals() async throws {
         let store = try await SharedRedis.store()
         try await store.setValue(Data([1]), forKey: "a")

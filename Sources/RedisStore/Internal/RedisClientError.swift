@@ -1,4 +1,12 @@
 import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How a command failed below the store: the store turns these into `StoreError`s that name the key.
 enum RedisClientError: Error, CustomStringConvertible {
@@ -28,7 +36,7 @@ enum RedisClientError: Error, CustomStringConvertible {
         case .malformedReply(let error):
             "\(error); the connection was dropped"
         case .connectFailed(let cause):
-            "could not connect (\(cause))"
+            "could not connect (\(Self.describeConnectFailure(cause)))"
         case .handshakeRefused(let command, let reply):
             "the server refused \(command): \(reply)"
         case .backingOff(let lastError, let retryIn):
@@ -42,6 +50,23 @@ enum RedisClientError: Error, CustomStringConvertible {
     /// on went away (every command the store sends is idempotent).
     var isRetryable: Bool {
         if case .connectionClosed = self { true } else { false }
+    }
+
+    /// What went wrong opening a connection, in a few words: "Connection refused" rather than
+    /// NIO's nested connection-attempt report.
+    static func describeConnectFailure(_ error: any Error) -> String {
+        switch error {
+        case let error as NIOConnectionError:
+            if let attempt = error.connectionErrors.first { return describeConnectFailure(attempt.error) }
+            if let resolution = error.dnsAError ?? error.dnsAAAAError { return "cannot resolve the host: \(resolution)" }
+            return "\(error)"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode))
+        case ChannelError.connectTimeout(let timeout):
+            return "no connection within \(describe(timeout))"
+        default:
+            return "\(error)"
+        }
     }
 
     static func describe(_ amount: TimeAmount) -> String {

@@ -19,7 +19,7 @@ final class RedisConnectionPool: Sendable {
 
     private enum Slot {
         case idle
-        case connecting(EventLoopFuture<RedisConnection>, id: Int)
+        case connecting(EventLoopFuture<RedisConnection>, id: Int, failures: Int)
         case connected(RedisConnection)
         case failed(any Error, failures: Int, retryAt: NIODeadline)
     }
@@ -31,15 +31,25 @@ final class RedisConnectionPool: Sendable {
         var isShutDown = false
         /// Whether the server was reachable at the last attempt; only changes are logged.
         var reachable = true
+        /// Why the last attempt to connect failed.
+        var lastFailure: (any Error)?
         /// Connections opened, for tests and statistics.
         var connectionsOpened = 0
     }
 
     private enum Action {
-        case use(RedisConnection)
+        case use(RedisConnection, alsoConnect: Attempt?)
         case wait(EventLoopFuture<RedisConnection>)
-        case connect(EventLoopPromise<RedisConnection>, slot: Int, id: Int, failures: Int)
+        case connect(Attempt)
         case fail(RedisClientError)
+    }
+
+    /// A connection attempt to start, for one slot.
+    private struct Attempt {
+        var promise: EventLoopPromise<RedisConnection>
+        var slot: Int
+        var id: Int
+        var failures: Int
     }
 
     init(endpoint: RedisEndpoint, size: Int, backoff: ReconnectBackoff, group: any EventLoopGroup, logger: Logger) {
@@ -97,8 +107,11 @@ final class RedisConnectionPool: Sendable {
         for connection in connections { connection.close() }
     }
 
-    /// A connection to send on: a connected one if any, otherwise the result of connecting the
-    /// slot whose turn it is.
+    /// A connection to send on: a connected one if any; otherwise a slot that may connect now
+    /// (idle, or failed with its retry due) connects and the command waits for it; otherwise
+    /// the command waits for a first attempt under way, or fails at once while every slot waits
+    /// out its backoff (or retries — a retry may take the whole connect timeout when the server
+    /// is unreachable, and only the command that started it waits for it).
     private func connection() async throws -> RedisConnection {
         let now = NIODeadline.now()
         let action = state.withLock { state -> Action in
@@ -106,57 +119,85 @@ final class RedisConnectionPool: Sendable {
             let count = state.slots.count
             let first = state.nextSlot
             state.nextSlot = (first + 1) % count
-            for offset in 0..<count {
-                if case .connected(let connection) = state.slots[(first + offset) % count] {
-                    return .use(connection)
+            let order = (0..<count).map { (first + $0) % count }
+            for index in order {
+                guard case .connected(let connection) = state.slots[index] else { continue }
+                // Use it; and if the slot whose turn it is could connect, connect it meanwhile, so
+                // the pool grows to its size under load.
+                switch state.slots[first] {
+                case .idle:
+                    return .use(connection, alsoConnect: Self.startConnecting(&state, slot: first, failures: 0, on: group))
+                case .failed(_, let failures, let retryAt) where now >= retryAt:
+                    return .use(connection, alsoConnect: Self.startConnecting(&state, slot: first, failures: failures, on: group))
+                default:
+                    return .use(connection, alsoConnect: nil)
                 }
             }
-            switch state.slots[first] {
-            case .connected(let connection):
-                return .use(connection)
-            case .connecting(let future, _):
-                return .wait(future)
-            case .idle:
-                return Self.startConnecting(&state, slot: first, failures: 0, on: group)
-            case .failed(let error, let failures, let retryAt):
-                if now >= retryAt {
-                    return Self.startConnecting(&state, slot: first, failures: failures, on: group)
+            for index in order {
+                switch state.slots[index] {
+                case .idle:
+                    return .connect(Self.startConnecting(&state, slot: index, failures: 0, on: group))
+                case .failed(_, let failures, let retryAt) where now >= retryAt:
+                    return .connect(Self.startConnecting(&state, slot: index, failures: failures, on: group))
+                default:
+                    continue
                 }
-                return .fail(.backingOff(lastError: error, retryIn: retryAt - now))
             }
+            var backingOff: (error: any Error, retryAt: NIODeadline)?
+            for index in order {
+                switch state.slots[index] {
+                case .connecting(let future, _, failures: 0):
+                    return .wait(future)
+                case .failed(let error, _, let retryAt) where retryAt < backingOff?.retryAt ?? .distantFuture:
+                    backingOff = (error, retryAt)
+                default:
+                    continue
+                }
+            }
+            guard let backingOff else {
+                // Every slot is retrying after a failure: fail rather than wait for a retry.
+                return .fail(.backingOff(lastError: state.lastFailure ?? RedisClientError.connectionClosed(cause: nil), retryIn: .zero))
+            }
+            return .fail(.backingOff(lastError: backingOff.error, retryIn: backingOff.retryAt - now))
         }
         switch action {
-        case .use(let connection):
+        case .use(let connection, let attempt):
+            if let attempt { start(attempt) }
             return connection
         case .wait(let future):
             return try await future.get()
         case .fail(let error):
             throw error
-        case .connect(let promise, let slot, let id, let failures):
-            let endpoint = endpoint
-            let group = group
-            promise.completeWithTask {
-                try await RedisConnection.connect(to: endpoint, id: id, group: group)
-            }
-            promise.futureResult.whenComplete { result in
-                self.finishConnecting(slot: slot, id: id, failures: failures, result: result)
-            }
-            return try await promise.futureResult.get()
+        case .connect(let attempt):
+            start(attempt)
+            return try await attempt.promise.futureResult.get()
         }
     }
 
-    private static func startConnecting(_ state: inout State, slot: Int, failures: Int, on group: any EventLoopGroup) -> Action {
+    /// Marks `slot` as connecting and returns the attempt to start once the lock is released.
+    private static func startConnecting(_ state: inout State, slot: Int, failures: Int, on group: any EventLoopGroup) -> Attempt {
         let id = state.nextID
         state.nextID += 1
         let promise = group.next().makePromise(of: RedisConnection.self)
-        state.slots[slot] = .connecting(promise.futureResult, id: id)
-        return .connect(promise, slot: slot, id: id, failures: failures)
+        state.slots[slot] = .connecting(promise.futureResult, id: id, failures: failures)
+        return Attempt(promise: promise, slot: slot, id: id, failures: failures)
+    }
+
+    private func start(_ attempt: Attempt) {
+        let endpoint = endpoint
+        let group = group
+        attempt.promise.completeWithTask {
+            try await RedisConnection.connect(to: endpoint, id: attempt.id, group: group)
+        }
+        attempt.promise.futureResult.whenComplete { result in
+            self.finishConnecting(slot: attempt.slot, id: attempt.id, failures: attempt.failures, result: result)
+        }
     }
 
     private func finishConnecting(slot: Int, id: Int, failures: Int, result: Result<RedisConnection, any Error>) {
         enum Outcome { case stale, connected(recovered: Bool), failed(firstFailure: Bool, delay: TimeAmount) }
         let outcome = state.withLock { state -> Outcome in
-            guard case .connecting(_, let current) = state.slots[slot], current == id, !state.isShutDown else {
+            guard case .connecting(_, let current, _) = state.slots[slot], current == id, !state.isShutDown else {
                 return .stale
             }
             switch result {
@@ -169,6 +210,7 @@ final class RedisConnectionPool: Sendable {
             case .failure(let error):
                 let delay = backoff.delay(afterFailures: failures + 1, random: Double.random(in: 0..<1))
                 state.slots[slot] = .failed(error, failures: failures + 1, retryAt: .now() + delay)
+                state.lastFailure = error
                 let first = state.reachable
                 state.reachable = false
                 return .failed(firstFailure: first, delay: delay)
@@ -179,7 +221,7 @@ final class RedisConnectionPool: Sendable {
             connection.close()
         case (.connected(let recovered), .success(let connection)):
             if recovered {
-                logger.notice("Redis is reachable again", metadata: ["redis": "\(endpoint)"])
+                logger.notice("Connected to Redis again", metadata: ["redis": "\(endpoint)"])
             }
             connection.channel.closeFuture.whenComplete { _ in
                 self.connectionClosed(slot: slot, id: connection.id)
@@ -187,7 +229,7 @@ final class RedisConnectionPool: Sendable {
         case (.failed(let firstFailure, let delay), .failure(let error)):
             logger.log(
                 level: firstFailure ? .warning : .debug,
-                firstFailure ? "Redis is unreachable; its operations fail with `unavailable` until it is back" : "Redis is still unreachable",
+                firstFailure ? "Cannot connect to Redis; its operations fail with `unavailable` until a connection succeeds" : "Still cannot connect to Redis",
                 metadata: ["redis": "\(endpoint)", "error": "\(error)", "retryIn": "\(RedisClientError.describe(delay))"]
             )
         default:
