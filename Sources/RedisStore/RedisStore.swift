@@ -110,13 +110,14 @@ public final class RedisStore: Store {
     /// - Returns: The stored bytes, or `nil`.
     /// - Throws: `StoreError` with code `unavailable` when Redis cannot be reached, `timeout` when
     ///   it does not answer in time, `io` when it answers with an error or a malformed reply.
+    /// - Performs network I/O: one round trip (`GET`), pipelined with other requests.
     public func value(forKey key: String) async throws -> Data? {
         try Task.checkCancellation()
         let reply = try await send(.command("GET", [redisKey(key)]), "read", key: key)
         switch reply {
         case .bulkString(let bytes?):
             counter.recordHit()
-            return Data(bytes.readableBytesView)
+            return bytes.withUnsafeReadableBytes { Data($0) }
         case .bulkString(nil):
             counter.recordMiss()
             return nil
@@ -131,13 +132,16 @@ public final class RedisStore: Store {
     ///   - key: The key to store them under.
     /// - Throws: `StoreError` with code `valueTooLarge` over 512 MiB, `unavailable`, `timeout` or
     ///   `io` as for reads.
+    /// - Performs network I/O: one round trip (`SET`).
     public func setValue(_ value: Data, forKey key: String) async throws {
         try Task.checkCancellation()
         guard value.count <= Self.maximumValueSize else {
             counter.recordError()
             throw StoreError(.valueTooLarge, "The \(value.count)-byte value for key \(Logger.describe(key)) is larger than Redis accepts (512 MiB)")
         }
-        var arguments = [redisKey(key), ByteBuffer(bytes: value)]
+        var payload = allocator.buffer(capacity: value.count)
+        _ = value.withUnsafeBytes { payload.writeBytes($0) }
+        var arguments = [redisKey(key), payload]
         if let timeToLiveMilliseconds {
             arguments += [ByteBuffer(string: "PX"), ByteBuffer(string: timeToLiveMilliseconds)]
         }
@@ -149,6 +153,7 @@ public final class RedisStore: Store {
     /// Removes the value for `key` (`UNLINK`); removing a missing key is a no-op.
     /// - Parameter key: The key to remove.
     /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads.
+    /// - Performs network I/O: one round trip (`UNLINK`).
     public func removeValue(forKey key: String) async throws {
         try Task.checkCancellation()
         let reply = try await send(.command("UNLINK", [redisKey(key)]), "remove", key: key)
@@ -160,6 +165,7 @@ public final class RedisStore: Store {
     /// with `SCAN … MATCH` and `UNLINK` in batches of ``Configuration/scanCount``. Other keys in
     /// the database stay; the store stays usable (a key written meanwhile may or may not be removed).
     /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads.
+    /// - Performs network I/O: a `SCAN` round trip per batch, and an `UNLINK` per batch that found keys.
     public func removeAll() async throws {
         try Task.checkCancellation()
         var pattern = allocator.buffer(capacity: prefix.readableBytes * 2 + 1)
@@ -206,6 +212,7 @@ public final class RedisStore: Store {
     /// Checks that Redis answers (`PING`), connecting if needed: for health checks, or to connect
     /// before the first request.
     /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io`.
+    /// - Performs network I/O: one round trip, after opening a connection if none is open.
     public func ping() async throws {
         let reply = try await send(.command("PING"), "ping", key: nil, counted: false)
         guard case .simpleString("PONG") = reply else { throw unexpected(reply, "ping", key: nil, counted: false) }
