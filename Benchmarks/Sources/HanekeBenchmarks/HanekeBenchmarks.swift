@@ -25,6 +25,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
         let suites: [(workloads: Set<String>, run: (Scale) async throws -> [Row])] = [
             (["2", "5"], FileStoreBenchmarks.run),
             (["3"], CompressedStoreBenchmarks.run),
+            (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
             rows += try await suite.run(scale).filter { selected?.contains($0.workload) ?? true }
