@@ -22,29 +22,32 @@ extension RedisStore {
         public var password: String?
         /// The database number selected on every connection (`SELECT`). `0` by default.
         public var database: Int
-        /// The start of every key the store reads or writes: the store's namespace, the only keys
-        /// `removeAll()` deletes. `"haneke:"` by default. An empty prefix makes the whole database
-        /// the namespace.
+        /// The store's namespace, which every key it writes starts with. `"haneke:"` by default.
+        /// `removeAll()` deletes the keys with this prefix and no others. Give each store a prefix
+        /// that does not start another store's; an empty prefix makes the whole database the namespace.
         public var keyPrefix: String
-        /// How long a value lives after it is written (`SET … PX`, rounded up to a millisecond);
-        /// Redis deletes it afterwards. `nil` (forever, or until Redis evicts it) by default.
+        /// How long a value lives after it is written. `nil` (forever) by default.
+        /// Sent as `SET … PX`, rounded up to a millisecond; Redis deletes the value afterwards, and
+        /// may evict any value earlier under its own `maxmemory-policy`.
         public var timeToLive: Duration?
-        /// How many connections the store keeps open; each carries any number of commands at once
-        /// (pipelining). `4` by default.
+        /// How many connections the store keeps open. `4` by default.
+        /// Each carries any number of commands at once (pipelining), so a few are plenty.
         public var connectionCount: Int
         /// How long opening a connection (TCP, then `AUTH`/`SELECT` or `PING`) may take. `1 s` by default.
         public var connectTimeout: Duration
-        /// How long any command may wait for its reply; past it, the command throws `timeout` and
-        /// its connection is dropped. `2 s` by default.
+        /// How long a command may wait for its reply. `2 s` by default.
+        /// Past it, the command throws `timeout` and its connection is dropped; the commands
+        /// behind it on that connection throw `timeout` too, since replies come in order.
         public var commandTimeout: Duration
-        /// The wait before the first new attempt to connect after a failed one; it doubles with each
-        /// failure (with jitter) up to ``maximumReconnectDelay``. `100 ms` by default. While a
-        /// connection waits to be retried, operations that need it throw `unavailable` at once.
+        /// The wait before trying to connect again after a failed attempt. `100 ms` by default.
+        /// It doubles with each failure in a row, up to ``maximumReconnectDelay``, and each wait is
+        /// between half and all of that (jitter). While every connection waits to be retried,
+        /// operations throw `unavailable` at once.
         public var minimumReconnectDelay: Duration
         /// The longest wait between attempts to connect. `5 s` by default.
         public var maximumReconnectDelay: Duration
-        /// How many keys `removeAll()` asks `SCAN` for at a time, and so the largest `UNLINK`.
-        /// `1000` by default.
+        /// How many keys `removeAll()` asks `SCAN` for at a time. `1000` by default.
+        /// Each batch found is removed with one `UNLINK`.
         public var scanCount: Int
 
         /// Creates a configuration.

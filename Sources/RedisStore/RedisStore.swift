@@ -16,8 +16,9 @@ import NIOPosix
 /// ```
 ///
 /// - Keys: every key is stored as ``Configuration/keyPrefix`` followed by the key's UTF-8 bytes, so
-///   stores with different prefixes share a database without meeting. `removeAll()` deletes only
-///   that namespace, with `SCAN` and `UNLINK` in batches — never `FLUSHDB`.
+///   stores with different prefixes share a database without meeting (as long as no prefix starts
+///   another: `removeAll()` of `"app:"` would also remove the keys of `"app:images:"`).
+///   `removeAll()` deletes only that namespace, with `SCAN` and `UNLINK` in batches — never `FLUSHDB`.
 /// - Values: `GET`, `SET` (with `PX` when a ``Configuration/timeToLive`` is set) and `UNLINK`.
 /// - Connections: a small pool (``Configuration/connectionCount``), opened on first use; each
 ///   connection carries any number of commands at once (pipelining). Every command has a

@@ -52,39 +52,39 @@ final class RedisConnection: Sendable {
 
     /// Opens a connection to `endpoint` and performs the handshake: `AUTH` when a password is set,
     /// `SELECT` when the database is not 0, otherwise `PING` (so that a server that accepts the TCP
-    /// connection but does not answer counts as down).
-    /// - Throws: `RedisClientError.connectFailed` or `.handshakeRefused`.
-    static func connect(to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup) async throws -> RedisConnection {
-        let channel: any Channel
-        do {
-            channel = try await ClientBootstrap(group: group)
-                .connectTimeout(endpoint.connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandlers(
-                            ByteToMessageHandler(RESPDecoder()),
-                            MessageToByteHandler(RESPEncoder()),
-                            RedisCommandHandler()
-                        )
-                    }
+    /// connection but does not answer counts as down). Runs on the event loop from start to end,
+    /// so that connecting never waits for a thread of Swift's cooperative pool.
+    /// - Returns: The connection; fails with `RedisClientError.connectFailed` or `.handshakeRefused`.
+    static func connect(to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup) -> EventLoopFuture<RedisConnection> {
+        let eventLoop = group.next()
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(endpoint.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(
+                        ByteToMessageHandler(RESPDecoder()),
+                        MessageToByteHandler(RESPEncoder()),
+                        RedisCommandHandler()
+                    )
                 }
-                .connect(host: endpoint.host, port: endpoint.port)
-                .get()
-        } catch {
-            throw RedisClientError.connectFailed(cause: error)
-        }
-        let connection = RedisConnection(channel: channel, id: id)
-        do {
-            try await connection.handshake(endpoint)
-        } catch {
-            connection.close()
-            throw error
-        }
-        return connection
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .flatMapErrorThrowing { error in
+                throw RedisClientError.connectFailed(cause: error)
+            }
+            .flatMap { channel in
+                let connection = RedisConnection(channel: channel, id: id)
+                return connection.handshake(endpoint)
+                    .map { connection }
+                    .flatMapErrorThrowing { error in
+                        connection.close()
+                        throw error
+                    }
+            }
     }
 
-    private func handshake(_ endpoint: RedisEndpoint) async throws {
+    private func handshake(_ endpoint: RedisEndpoint) -> EventLoopFuture<Void> {
         var commands: [(name: String, command: RESPValue)] = []
         if let password = endpoint.password {
             let arguments = [endpoint.username, password].compactMap { $0 }.map { ByteBuffer(string: $0) }
@@ -96,17 +96,19 @@ final class RedisConnection: Sendable {
         if commands.isEmpty {
             commands.append(("PING", .command("PING")))
         }
-        // Pipelined: every command is written before the first reply is awaited.
+        // Pipelined: every command is written before the first reply arrives.
+        let names = commands.map(\.name)
         let replies = commands.map { send($0.command, timeout: endpoint.connectTimeout) }
-        for (reply, command) in zip(replies, commands) {
-            let value: RESPValue
-            do {
-                value = try await reply.get()
-            } catch {
-                throw RedisClientError.connectFailed(cause: error)
-            }
-            if case .error(let message) = value {
-                throw RedisClientError.handshakeRefused(command: command.name, reply: message)
+        return EventLoopFuture.whenAllComplete(replies, on: channel.eventLoop).flatMapThrowing { results in
+            for (result, name) in zip(results, names) {
+                switch result {
+                case .failure(let error):
+                    throw RedisClientError.connectFailed(cause: error)
+                case .success(.error(let message)):
+                    throw RedisClientError.handshakeRefused(command: name, reply: message)
+                case .success:
+                    continue
+                }
             }
         }
     }

@@ -82,18 +82,6 @@ final class RedisConnectionPool: Sendable {
         }
     }
 
-    /// Sends several commands on one connection without waiting between them (pipelined), and
-    /// returns their replies in order.
-    /// - Throws: `RedisClientError`.
-    func send(_ commands: [RESPValue]) async throws -> [RESPValue] {
-        let connection = try await connection()
-        let replies = commands.map { connection.send($0, timeout: endpoint.commandTimeout) }
-        var values: [RESPValue] = []
-        values.reserveCapacity(replies.count)
-        for reply in replies { values.append(try await reply.get()) }
-        return values
-    }
-
     /// Closes every connection; later commands fail with `shutDown`.
     func shutDown() {
         let connections = state.withLock { state -> [RedisConnection] in
@@ -186,9 +174,7 @@ final class RedisConnectionPool: Sendable {
     private func start(_ attempt: Attempt) {
         let endpoint = endpoint
         let group = group
-        attempt.promise.completeWithTask {
-            try await RedisConnection.connect(to: endpoint, id: attempt.id, group: group)
-        }
+        attempt.promise.completeWith(RedisConnection.connect(to: endpoint, id: attempt.id, group: group))
         attempt.promise.futureResult.whenComplete { result in
             self.finishConnecting(slot: attempt.slot, id: attempt.id, failures: attempt.failures, result: result)
         }
