@@ -1,11 +1,12 @@
 # Quick start on a fresh Debian/Ubuntu machine with Swift installed:
 #   make demo   installs what is missing, builds, and runs the main job
 #   make test   installs what is missing, builds (failing on any warning), and runs every test
+#               (the Redis tests against a private redis-server started for the run)
 
 SWIFT ?= swift
 SHELL := /bin/bash
 # Debian packages the build and the tests need (later modules add theirs here).
-DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config
+DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config redis-server redis-tools
 
 .PHONY: all deps build test demo bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
@@ -17,9 +18,11 @@ deps:
 build: deps
 	scripts/build-without-warnings
 
+# The tests run beside a private redis-server (scripts/with-redis passes its URL in
+# HANEKE_REDIS_URL); if it cannot start, the run fails rather than skipping the Redis tests.
 test: deps
 	scripts/build-without-warnings --build-tests
-	$(SWIFT) test --skip-build
+	scripts/with-redis $(SWIFT) test --skip-build
 
 demo: deps
 	$(SWIFT) run -c release haneke demo

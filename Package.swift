@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "FileStore", targets: ["FileStore"]),
         .library(name: "CompressedStore", targets: ["CompressedStore"]),
         .library(name: "Formats", targets: ["Formats"]),
+        .library(name: "RedisStore", targets: ["RedisStore"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
         .library(name: "Haneke", targets: ["Haneke"]),
         .executable(name: "haneke", targets: ["haneke"]),
@@ -50,6 +51,16 @@ let package = Package(
             dependencies: ["HanekeProtocols", "CLZ4", .product(name: "Logging", package: "swift-log")]
         ),
 
+        .target(
+            name: "RedisStore",
+            dependencies: [
+                "HanekeProtocols",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // MARK: - Values
 
         .target(name: "Formats", dependencies: ["HanekeProtocols"]),
@@ -59,7 +70,7 @@ let package = Package(
         .target(
             name: "Haneke",
             dependencies: [
-                "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore", "Formats",
+                "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore", "RedisStore", "Formats",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -94,6 +105,14 @@ let package = Package(
         ),
 
         .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "MemoryStore"]),
+
+        // A process of its own with memory, disk and Redis tiers, for the test of two machines that
+        // share one Redis (not a product).
+        .executableTarget(
+            name: "RedisStorePeer",
+            dependencies: ["Haneke"],
+            path: "Tests/RedisStorePeer"
+        ),
 
         // MARK: - Examples
 
@@ -142,6 +161,17 @@ let package = Package(
             name: "CompressedStoreTests",
             dependencies: ["CompressedStore", "FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "RedisStoreTests",
+            dependencies: [
+                "RedisStore", "RedisStorePeer", "HanekeTesting", "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore",
+                "LoopbackHTTPServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(

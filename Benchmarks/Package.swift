@@ -28,6 +28,8 @@ let package = Package(
                 .product(name: "FileStore", package: hanekeIdentity),
                 .product(name: "MemoryStore", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
+                .product(name: "RedisStore", package: hanekeIdentity),
+                .product(name: "HanekeTesting", package: hanekeIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

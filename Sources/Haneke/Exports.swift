@@ -5,3 +5,4 @@
 @_exported public import Formats
 @_exported public import HanekeProtocols
 @_exported public import MemoryStore
+@_exported public import RedisStore

@@ -1,0 +1,104 @@
+import Foundation
+import HanekeTesting
+import RedisStore
+
+/// Workload R: RedisStore `setValue` and `value(forKey:)` with 4 KiB values at 1 and 16 requests in
+/// flight, against `redis-benchmark` (the C client shipped with Redis) with the same payload,
+/// keyspace and concurrency, on the same private server, interleaved in one run.
+///
+/// `redis-benchmark -c N` opens N connections with one request in flight each; the store keeps its
+/// default pool of 4 connections and pipelines the N requests over them.
+enum RedisStoreBenchmarks {
+    static let keyspace = 10_000
+
+    static func run(_ scale: Scale) async throws -> [Row] {
+        let server = try await RedisTestServer()
+        defer { server.stop() }
+        let benchmark = try findRedisBenchmark()
+        let store = try RedisStore(url: server.url, keyPrefix: "bench:")
+        var random = SystemRandomNumberGenerator()
+        let value = Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
+        for key in 0..<keyspace { try await store.setValue(value, forKey: "key:\(key)") }
+
+        var rows: [Row] = []
+        for inFlight in [1, 16] {
+            let requests = scale.pick(inFlight == 1 ? 20_000 : 50_000, smoke: 500)
+            for command in ["set", "get"] {
+                let result = try await Measure.interleaved(rounds: scale.rounds) {
+                    try await storeRate(store, command: command, value: value, requests: requests, inFlight: inFlight)
+                } baseline: {
+                    try redisBenchmarkRate(benchmark, port: server.port, command: command, requests: requests, inFlight: inFlight)
+                }
+                rows.append(Row(
+                    workload: "R", name: "RedisStore \(command)", variant: "4 KiB, \(inFlight) in flight",
+                    subject: Figure(label: command == "set" ? "setValue" : "value(forKey:)", value: result.subject, unit: "ops/s"),
+                    baseline: Figure(label: "redis-benchmark -c \(inFlight)", value: result.baseline, unit: "ops/s"),
+                    ratio: result.subject / result.baseline, goal: "figure", met: nil,
+                    note: "redis-benchmark -p PORT -t \(command) -d 4096 -r \(keyspace) -c \(inFlight) -n \(requests) --csv"
+                ))
+            }
+        }
+        return rows
+    }
+
+    /// Operations per second of the store, `inFlight` tasks sharing `requests` operations.
+    static func storeRate(_ store: RedisStore, command: String, value: Data, requests: Int, inFlight: Int) async throws -> Double {
+        let seconds = try await Measure.seconds {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<inFlight {
+                    group.addTask {
+                        var random = SystemRandomNumberGenerator()
+                        for _ in stride(from: task, to: requests, by: inFlight) {
+                            let key = "key:\(Int.random(in: 0..<keyspace, using: &random))"
+                            if command == "set" {
+                                try await store.setValue(value, forKey: key)
+                            } else {
+                                guard try await store.value(forKey: key)?.count == value.count else {
+                                    throw BenchmarkFailure(message: "GET \(key) missed")
+                                }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        return Double(requests) / seconds
+    }
+
+    /// The requests per second `redis-benchmark` reports for the same test.
+    static func redisBenchmarkRate(_ path: String, port: Int, command: String, requests: Int, inFlight: Int) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = [
+            "-h", "127.0.0.1", "-p", String(port), "-t", command, "-d", "4096", "-r", String(keyspace),
+            "-c", String(inFlight), "-n", String(requests), "--csv",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        // "test","rps",… then "SET","45045.04",…
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        guard process.terminationStatus == 0, lines.count >= 2,
+              let rps = Double(lines[1].split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else {
+            throw BenchmarkFailure(message: "redis-benchmark failed: \(String(decoding: data, as: UTF8.self))")
+        }
+        return rps
+    }
+
+    static func findRedisBenchmark() throws -> String {
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + ["/usr/bin"]
+        for folder in folders where FileManager.default.isExecutableFile(atPath: folder + "/redis-benchmark") {
+            return folder + "/redis-benchmark"
+        }
+        throw BenchmarkFailure(message: "redis-benchmark is not installed (Debian package redis-tools; make bench installs it)")
+    }
+
+    struct BenchmarkFailure: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+@_spi(HanekeInternals) import HanekeProtocols
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A private `redis-server` for tests: its own process on a free loopback port, without
+/// persistence, in a temporary folder, stopped when the value is released (or, at the latest,
+/// when the test process exits).
+///
+/// ```swift
+/// let server = try await RedisTestServer()
+/// let redis = try RedisStore(url: server.url, keyPrefix: "test:")
+/// server.kill()                 // Redis crashes…
+/// try await server.start()      // …and comes back, empty, on the same port
+/// ```
+///
+/// The server runs `redis-server --port <port> --bind 127.0.0.1 --save '' --appendonly no --dir
+/// <temporary folder>` plus any arguments you add. It is found on the `PATH` (or at the path in the
+/// `REDIS_SERVER` environment variable); Debian's package is `redis-server`. A server that cannot
+/// start is an error, never a reason to skip a test.
+public final class RedisTestServer: Sendable {
+    /// The TCP port the server listens on, on 127.0.0.1; the same after a restart.
+    public let port: Int
+    /// The folder the server runs in (and logs to, in `redis.log`).
+    public let directory: TemporaryDirectory
+    /// The extra arguments given to `redis-server`.
+    public let arguments: [String]
+    private let executable: String
+    private let processID = Locked<pid_t?>(nil)
+
+    /// The server's URL, `redis://127.0.0.1:<port>`.
+    public var url: String { "redis://127.0.0.1:\(port)" }
+
+    /// Whether the server process is running (started, and not stopped or killed by this object).
+    public var isRunning: Bool { processID.withLock { $0 != nil } }
+
+    /// Starts a server on a free port and waits until it answers `PING`.
+    /// - Parameter arguments: Extra arguments for `redis-server`, such as `["--requirepass", "secret"]`.
+    /// - Throws: ``RedisTestServer/Failure`` when `redis-server` is missing or does not start.
+    public init(arguments: [String] = []) async throws {
+        executable = try Self.findExecutable()
+        directory = try TemporaryDirectory(prefix: "haneke-redis")
+        self.arguments = arguments
+        var lastError: (any Error)?
+        // A free port may be taken between choosing it and the server binding it: try a few.
+        for _ in 0..<5 {
+            let candidate = try Self.freePort()
+            do {
+                let pid = try Self.spawn(executable, port: candidate, directory: directory.path, arguments: arguments)
+                try await Self.waitUntilReady(port: candidate, pid: pid, log: directory.appending("redis.log"))
+                port = candidate
+                processID.withLock { $0 = pid }
+                Self.register(pid)
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? Failure(message: "redis-server did not start")
+    }
+
+    /// Starts the server again after ``stop()`` or ``kill()``, on the same port, and waits until it
+    /// answers `PING`. It starts empty (nothing is persisted). Does nothing if it is running.
+    /// - Throws: ``RedisTestServer/Failure`` when it does not start.
+    public func start() async throws {
+        guard !isRunning else { return }
+        let pid = try Self.spawn(executable, port: port, directory: directory.path, arguments: arguments)
+        try await Self.waitUntilReady(port: port, pid: pid, log: directory.appending("redis.log"))
+        processID.withLock { $0 = pid }
+        Self.register(pid)
+    }
+
+    /// Stops the server with `SIGTERM` and waits for it to exit. Does nothing if it is not running.
+    public func stop() {
+        end(with: SIGTERM)
+    }
+
+    /// Kills the server with `SIGKILL` — a crash: no goodbye to its clients beyond what the kernel
+    /// does — and waits for it to exit. Does nothing if it is not running.
+    public func kill() {
+        end(with: SIGKILL)
+    }
+
+    /// The server's log so far, for failure messages.
+    public var log: String {
+        (try? String(contentsOfFile: directory.appending("redis.log"), encoding: .utf8)) ?? ""
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Why a server could not start.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, with the end of the server's log when there is one.
+        public var message: String
+        /// The message.
+        public var description: String { message }
+    }
+
+    // MARK: - Internals
+
+    private func end(with signal: Int32) {
+        guard let pid = processID.withLock({ pid -> pid_t? in
+            defer { pid = nil }
+            return pid
+        }) else { return }
+        signalProcess(pid, signal)
+        // A server that has not exited 5 seconds after SIGTERM is killed.
+        let deadline = ContinuousClock.now + .seconds(5)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if ContinuousClock.now > deadline {
+                signalProcess(pid, SIGKILL)
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                break
+            }
+            usleep(1_000)
+        }
+        Self.unregister(pid)
+    }
+
+    private static func findExecutable() throws -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["REDIS_SERVER"], !path.isEmpty { return path }
+        let folders = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") + ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
+        for folder in folders {
+            let path = "\(folder)/redis-server"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw Failure(message: "redis-server is not installed (Debian: apt-get install redis-server; `make test` installs it)")
+    }
+
+    /// A port that was free a moment ago: bound to port 0 on loopback, then released.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(message: "socket() failed: errno \(errno)") }
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw Failure(message: "bind() failed: errno \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw Failure(message: "getsockname() failed: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return address
+    }
+
+    private static func spawn(_ executable: String, port: Int, directory: String, arguments: [String]) throws -> pid_t {
+        let argv = [
+            executable, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", directory, "--daemonize", "no",
+        ] + arguments
+        let log = directory + "/redis.log"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // The spawning thread may block or ignore signals (Dispatch's threads block most of them),
+        // and a child inherits both: give the server an empty mask and default handlers, so that
+        // SIGTERM stops it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let cArguments = argv.map { strdup($0) } + [nil]
+        defer { for argument in cArguments { free(argument) } }
+        var pid: pid_t = 0
+        let result = cArguments.withUnsafeBufferPointer { buffer in
+            posix_spawn(&pid, executable, &actions, &attributes, UnsafeMutablePointer(mutating: buffer.baseAddress!), environ)
+        }
+        guard result == 0 else {
+            throw Failure(message: "Could not start \(executable): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    /// Polls until the server answers `PING` with `+PONG`, failing at once if it exits and after
+    /// 10 seconds otherwise.
+    private static func waitUntilReady(port: Int, pid: pid_t, log: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                throw Failure(message: "redis-server exited at start on port \(port):\n" + text.split(separator: "\n").suffix(10).joined(separator: "\n"))
+            }
+            if ping(port: port) { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        signalProcess(pid, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        throw Failure(message: "redis-server on port \(port) did not answer PING within 10 seconds")
+    }
+
+    /// Whether a server on `port` answers `PING` (a blocking exchange on loopback, at most 1 s).
+    private static func ping(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return false }
+        let request = Array("PING\r\n".utf8)
+        guard write(fd, request, request.count) == request.count else { return false }
+        var reply = [UInt8](repeating: 0, count: 64)
+        let count = read(fd, &reply, reply.count)
+        // A server that requires a password answers -NOAUTH: it is up all the same.
+        return count > 0 && (reply[0] == UInt8(ascii: "+") || reply[0] == UInt8(ascii: "-"))
+    }
+
+    // Servers still running when the process exits are stopped then, so that none outlives a test run.
+    private static let running = Locked<Set<pid_t>>([])
+    private static let exitHandler: Void = {
+        atexit {
+            for pid in RedisTestServer.running.withLock({ $0 }) {
+                signalProcess(pid, SIGTERM)
+            }
+        }
+    }()
+
+    private static func register(_ pid: pid_t) {
+        _ = exitHandler
+        running.withLock { _ = $0.insert(pid) }
+    }
+
+    private static func unregister(_ pid: pid_t) {
+        running.withLock { _ = $0.remove(pid) }
+    }
+}
+
+/// `kill(2)`, out of reach of `RedisTestServer.kill()` inside the class.
+private func signalProcess(_ pid: pid_t, _ signal: Int32) {
+    _ = kill(pid, signal)
+}

@@ -1,0 +1,76 @@
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How a command failed below the store: the store turns these into `StoreError`s that name the key.
+enum RedisClientError: Error, CustomStringConvertible {
+    /// The connection closed (or could not carry the command) before the reply arrived.
+    case connectionClosed(cause: (any Error)?)
+    /// No reply arrived in time; the connection was dropped.
+    case timedOut(TimeAmount)
+    /// The server sent bytes that are not RESP2; the connection was dropped.
+    case malformedReply(RESPProtocolError)
+    /// A connection could not be opened (refused, unreachable, no reply to the handshake).
+    case connectFailed(cause: any Error)
+    /// The server refused a command of the handshake (`AUTH`, `SELECT`, `PING`).
+    case handshakeRefused(command: String, reply: String)
+    /// No connection is open, and the last attempt failed too recently to try again yet.
+    case backingOff(lastError: any Error, retryIn: TimeAmount)
+    /// The store was shut down.
+    case shutDown
+
+    var description: String {
+        switch self {
+        case .connectionClosed(let cause?):
+            "the connection closed before the reply arrived (\(cause))"
+        case .connectionClosed(nil):
+            "the connection closed before the reply arrived"
+        case .timedOut(let timeout):
+            "no reply within \(Self.describe(timeout)); the connection was dropped"
+        case .malformedReply(let error):
+            "\(error); the connection was dropped"
+        case .connectFailed(let cause):
+            "could not connect (\(Self.describeConnectFailure(cause)))"
+        case .handshakeRefused(let command, let reply):
+            "the server refused \(command): \(reply)"
+        case .backingOff(let lastError, let retryIn):
+            "\(lastError); the next connection attempt is in \(Self.describe(retryIn))"
+        case .shutDown:
+            "the store was shut down"
+        }
+    }
+
+    /// Whether the command may simply be sent again on another connection: the connection it was
+    /// on went away (every command the store sends is idempotent).
+    var isRetryable: Bool {
+        if case .connectionClosed = self { true } else { false }
+    }
+
+    /// What went wrong opening a connection, in a few words: "Connection refused" rather than
+    /// NIO's nested connection-attempt report.
+    static func describeConnectFailure(_ error: any Error) -> String {
+        switch error {
+        case let error as NIOConnectionError:
+            if let attempt = error.connectionErrors.first { return describeConnectFailure(attempt.error) }
+            if let resolution = error.dnsAError ?? error.dnsAAAAError { return "cannot resolve the host: \(resolution)" }
+            return "\(error)"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode))
+        case ChannelError.connectTimeout(let timeout):
+            return "no connection within \(describe(timeout))"
+        default:
+            return "\(error)"
+        }
+    }
+
+    static func describe(_ amount: TimeAmount) -> String {
+        let milliseconds = Double(amount.nanoseconds) / 1e6
+        return milliseconds < 1 ? "\(amount.nanoseconds / 1000) µs" : "\(Int(milliseconds.rounded())) ms"
+    }
+}

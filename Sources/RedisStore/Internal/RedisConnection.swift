@@ -1,0 +1,115 @@
+import NIOCore
+import NIOPosix
+
+/// Where and how to connect: the parts of the store's configuration a connection needs.
+struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
+    var host: String
+    var port: Int
+    var username: String?
+    var password: String?
+    var database: Int
+    var connectTimeout: TimeAmount
+    var commandTimeout: TimeAmount
+
+    /// `host:port`, with brackets around an IPv6 address.
+    var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// One open connection to Redis: a channel with the RESP decoder, encoder and command handler.
+/// Commands may be sent from any thread, any number at a time; replies complete them in order.
+final class RedisConnection: Sendable {
+    /// The channel.
+    let channel: any Channel
+    /// A number unique in the pool, to tell a connection from its replacement.
+    let id: Int
+
+    private init(channel: any Channel, id: Int) {
+        self.channel = channel
+        self.id = id
+    }
+
+    /// Sends `command` and returns a future of its reply.
+    /// - Parameters:
+    ///   - command: The command, an array of bulk strings.
+    ///   - timeout: How long the reply may take.
+    /// - Returns: The reply (an error reply is a reply); fails with `RedisClientError`.
+    func send(_ command: RESPValue, timeout: TimeAmount) -> EventLoopFuture<RESPValue> {
+        let promise = channel.eventLoop.makePromise(of: RESPValue.self)
+        // A write that never reaches the handler (the channel already closed) still fails the
+        // command; a promise completed twice keeps its first result.
+        channel.writeAndFlush(RedisRequest(command: command, promise: promise, timeout: timeout)).whenFailure { error in
+            promise.fail(error as? RedisClientError ?? .connectionClosed(cause: error))
+        }
+        return promise.futureResult
+    }
+
+    /// Closes the connection; commands waiting for a reply fail with `connectionClosed`.
+    func close() {
+        channel.close(mode: .all, promise: nil)
+    }
+
+    /// Opens a connection to `endpoint` and performs the handshake: `AUTH` when a password is set,
+    /// `SELECT` when the database is not 0, otherwise `PING` (so that a server that accepts the TCP
+    /// connection but does not answer counts as down). Runs on the event loop from start to end,
+    /// so that connecting never waits for a thread of Swift's cooperative pool.
+    /// - Returns: The connection; fails with `RedisClientError.connectFailed` or `.handshakeRefused`.
+    static func connect(to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup) -> EventLoopFuture<RedisConnection> {
+        let eventLoop = group.next()
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(endpoint.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(
+                        ByteToMessageHandler(RESPDecoder()),
+                        MessageToByteHandler(RESPEncoder()),
+                        RedisCommandHandler()
+                    )
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .flatMapErrorThrowing { error in
+                throw RedisClientError.connectFailed(cause: error)
+            }
+            .flatMap { channel in
+                let connection = RedisConnection(channel: channel, id: id)
+                return connection.handshake(endpoint)
+                    .map { connection }
+                    .flatMapErrorThrowing { error in
+                        connection.close()
+                        throw error
+                    }
+            }
+    }
+
+    private func handshake(_ endpoint: RedisEndpoint) -> EventLoopFuture<Void> {
+        var commands: [(name: String, command: RESPValue)] = []
+        if let password = endpoint.password {
+            let arguments = [endpoint.username, password].compactMap { $0 }.map { ByteBuffer(string: $0) }
+            commands.append(("AUTH", .command("AUTH", arguments)))
+        }
+        if endpoint.database != 0 {
+            commands.append(("SELECT", .command("SELECT", String(endpoint.database))))
+        }
+        if commands.isEmpty {
+            commands.append(("PING", .command("PING")))
+        }
+        // Pipelined: every command is written before the first reply arrives.
+        let names = commands.map(\.name)
+        let replies = commands.map { send($0.command, timeout: endpoint.connectTimeout) }
+        return EventLoopFuture.whenAllComplete(replies, on: channel.eventLoop).flatMapThrowing { results in
+            for (result, name) in zip(results, names) {
+                switch result {
+                case .failure(let error):
+                    throw RedisClientError.connectFailed(cause: error)
+                case .success(.error(let message)):
+                    throw RedisClientError.handshakeRefused(command: name, reply: message)
+                case .success:
+                    continue
+                }
+            }
+        }
+    }
+}

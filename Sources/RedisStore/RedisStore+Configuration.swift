@@ -1,0 +1,229 @@
+import Foundation
+public import HanekeProtocols
+
+extension RedisStore {
+    /// Where the Redis server is, how to log in, the namespace of the store's keys, and the
+    /// connection policies.
+    ///
+    /// ```swift
+    /// var configuration = try RedisStore.Configuration(url: "redis://cache:s3cret@10.0.0.5:6379/2")
+    /// configuration.keyPrefix = "myapp:images:"
+    /// configuration.timeToLive = .seconds(24 * 3600)
+    /// ```
+    public struct Configuration: Sendable, Hashable, CustomStringConvertible {
+        /// The server's host name or IP address. `"127.0.0.1"` by default.
+        public var host: String
+        /// The server's TCP port. `6379` by default.
+        public var port: Int
+        /// The ACL user to log in as (`AUTH username password`). `nil` (the `default` user) by
+        /// default; used only together with a password.
+        public var username: String?
+        /// The password to log in with (`AUTH`). `nil` (no `AUTH`) by default.
+        public var password: String?
+        /// The database number selected on every connection (`SELECT`). `0` by default.
+        public var database: Int
+        /// The store's namespace, which every key it writes starts with. `"haneke:"` by default.
+        /// `removeAll()` deletes the keys with this prefix and no others. Give each store a prefix
+        /// that does not start another store's; an empty prefix makes the whole database the namespace.
+        public var keyPrefix: String
+        /// How long a value lives after it is written. `nil` (forever) by default.
+        /// Sent as `SET … PX`, rounded up to a millisecond; Redis deletes the value afterwards, and
+        /// may evict any value earlier under its own `maxmemory-policy`.
+        public var timeToLive: Duration?
+        /// How many connections the store keeps open. `4` by default.
+        /// Each carries any number of commands at once (pipelining), so a few are plenty.
+        public var connectionCount: Int
+        /// How long opening a connection (TCP, then `AUTH`/`SELECT` or `PING`) may take. `1 s` by default.
+        public var connectTimeout: Duration
+        /// How long a command may wait for its reply. `2 s` by default.
+        /// Past it, the command throws `timeout` and its connection is dropped; the commands
+        /// behind it on that connection throw `timeout` too, since replies come in order.
+        public var commandTimeout: Duration
+        /// The wait before trying to connect again after a failed attempt. `100 ms` by default.
+        /// It doubles with each failure in a row, up to ``maximumReconnectDelay``, and each wait is
+        /// between half and all of that (jitter). While every connection waits to be retried,
+        /// operations throw `unavailable` at once.
+        public var minimumReconnectDelay: Duration
+        /// The longest wait between attempts to connect. `5 s` by default.
+        public var maximumReconnectDelay: Duration
+        /// How many keys `removeAll()` asks `SCAN` for at a time. `1000` by default.
+        /// Each batch found is removed with one `UNLINK`.
+        public var scanCount: Int
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - host: The server's host name or IP address; `"127.0.0.1"` by default.
+        ///   - port: The server's TCP port; `6379` by default.
+        ///   - username: The ACL user; `nil` by default.
+        ///   - password: The password; `nil` (no `AUTH`) by default.
+        ///   - database: The database number; `0` by default.
+        ///   - keyPrefix: The namespace of the store's keys; `"haneke:"` by default.
+        ///   - timeToLive: How long a value lives; `nil` for forever.
+        ///   - connectionCount: How many connections to keep open; `4` by default.
+        ///   - connectTimeout: How long opening a connection may take; `1 s` by default.
+        ///   - commandTimeout: How long a reply may take; `2 s` by default.
+        ///   - minimumReconnectDelay: The first wait after a failed attempt; `100 ms` by default.
+        ///   - maximumReconnectDelay: The longest wait between attempts; `5 s` by default.
+        ///   - scanCount: The batch size of `removeAll()`; `1000` by default.
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 6379,
+            username: String? = nil,
+            password: String? = nil,
+            database: Int = 0,
+            keyPrefix: String = "haneke:",
+            timeToLive: Duration? = nil,
+            connectionCount: Int = 4,
+            connectTimeout: Duration = .seconds(1),
+            commandTimeout: Duration = .seconds(2),
+            minimumReconnectDelay: Duration = .milliseconds(100),
+            maximumReconnectDelay: Duration = .seconds(5),
+            scanCount: Int = 1000
+        ) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+            self.keyPrefix = keyPrefix
+            self.timeToLive = timeToLive
+            self.connectionCount = connectionCount
+            self.connectTimeout = connectTimeout
+            self.commandTimeout = commandTimeout
+            self.minimumReconnectDelay = minimumReconnectDelay
+            self.maximumReconnectDelay = maximumReconnectDelay
+            self.scanCount = scanCount
+        }
+
+        /// Creates a configuration from a URL of the form `redis://[[user]:password@]host[:port][/database]`,
+        /// with the other settings at their defaults.
+        ///
+        /// `redis://127.0.0.1:6380/2`, `redis://:s3cret@cache.internal` (password only) and
+        /// `redis://alice:s3cret@10.0.0.5/1` (ACL user) are all valid; the user and password may be
+        /// percent-encoded, and an IPv6 address goes in brackets (`redis://[::1]:6379`).
+        /// - Parameters:
+        ///   - url: The server's URL.
+        ///   - keyPrefix: The namespace of the store's keys; `"haneke:"` by default.
+        /// - Throws: `StoreError` with code `invalidConfiguration` for a URL that is not a valid
+        ///   `redis://` URL (TLS, `rediss://`, is not supported), naming what is wrong.
+        public init(url: String, keyPrefix: String = "haneke:") throws {
+            self.init(keyPrefix: keyPrefix)
+            let parsed = try RedisURL(url)
+            host = parsed.host
+            port = parsed.port
+            username = parsed.username
+            password = parsed.password
+            database = parsed.database
+        }
+
+        /// The server's URL, with the password replaced by `***`.
+        public var url: String {
+            var text = "redis://"
+            if password != nil {
+                text += (username.map(RedisURL.encodeUserInfo) ?? "") + ":***@"
+            }
+            text += host.contains(":") ? "[\(host)]" : host
+            text += ":\(port)/\(database)"
+            return text
+        }
+
+        /// The URL (password hidden) and the key prefix.
+        public var description: String {
+            "\(url) (key prefix \"\(keyPrefix)\")"
+        }
+    }
+}
+
+/// The parts of a `redis://` URL.
+struct RedisURL {
+    var host: String
+    var port = 6379
+    var username: String?
+    var password: String?
+    var database = 0
+
+    init(_ url: String) throws {
+        func invalid(_ reason: String) -> StoreError {
+            StoreError(.invalidConfiguration, "Invalid Redis URL \"\(RedisURL.redact(url))\": \(reason)")
+        }
+        guard let schemeEnd = url.range(of: "://") else {
+            throw invalid("expected redis://[[user]:password@]host[:port][/database]")
+        }
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "redis" else {
+            throw invalid(scheme == "rediss" ? "TLS (rediss://) is not supported" : "the scheme must be redis://")
+        }
+        var rest = Substring(url[schemeEnd.upperBound...])
+        guard !rest.contains("?"), !rest.contains("#") else {
+            throw invalid("query parameters and fragments are not supported")
+        }
+        let path: Substring
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        } else {
+            path = ""
+        }
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            guard let colon = userInfo.firstIndex(of: ":") else {
+                throw invalid("a user name needs a password (user:password@)")
+            }
+            guard let user = String(userInfo[..<colon]).removingPercentEncoding,
+                  let secret = String(userInfo[userInfo.index(after: colon)...]).removingPercentEncoding else {
+                throw invalid("the user or password is not valid percent-encoding")
+            }
+            username = user.isEmpty ? nil : user
+            password = secret
+        }
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw invalid("an IPv6 address is missing its ]") }
+            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw invalid("unexpected text after the IPv6 address") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = String(rest)
+        }
+        guard !host.isEmpty else { throw invalid("the host is missing") }
+        if let portText {
+            guard let number = Int(portText), (1...65_535).contains(number) else {
+                throw invalid("the port \"\(portText)\" is not a number from 1 to 65535")
+            }
+            port = number
+        }
+        if !path.isEmpty {
+            guard let number = Int(path), number >= 0 else {
+                throw invalid("the database \"\(path)\" is not a number of 0 or more")
+            }
+            database = number
+        }
+    }
+
+    /// The URL with any password replaced by `***`, for error messages.
+    static func redact(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://"),
+              let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
+        let userInfo = url[schemeEnd.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + ":***" + String(url[at...])
+    }
+
+    static func encodeUserInfo(_ text: String) -> String {
+        var allowed = CharacterSet.urlUserAllowed
+        allowed.remove(charactersIn: ":@/")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+extension StoreError.Code {
+    /// A store's configuration cannot be used: an invalid Redis URL.
+    public static let invalidConfiguration = StoreError.Code("invalidConfiguration")
+}

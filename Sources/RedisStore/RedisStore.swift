@@ -1,0 +1,291 @@
+public import Foundation
+@_spi(HanekeInternals) public import HanekeProtocols
+public import Logging
+import NIOCore
+import NIOPosix
+
+/// A store of bytes on a Redis server: the shared tier of a fleet of machines, each keeping its own
+/// memory and disk tiers in front of it.
+///
+/// ```swift
+/// let redis = try RedisStore(url: "redis://cache.internal:6379/0", keyPrefix: "myapp:")
+/// let images = MemoryStore<String, Data>(costLimit: 64 << 20)
+///     .chained(to: try FileStore(directory: "/var/cache/myapp").compressed())
+///     .chained(to: redis)
+///     .fetching(from: ImageDownloader())
+/// ```
+///
+/// - Keys: every key is stored as ``Configuration/keyPrefix`` followed by the key's UTF-8 bytes, so
+///   stores with different prefixes share a database without meeting (as long as no prefix starts
+///   another: `removeAll()` of `"app:"` would also remove the keys of `"app:images:"`).
+///   `removeAll()` deletes only that namespace, with `SCAN` and `UNLINK` in batches — never `FLUSHDB`.
+/// - Values: `GET`, `SET` (with `PX` when a ``Configuration/timeToLive`` is set) and `UNLINK`.
+/// - Connections: a small pool (``Configuration/connectionCount``), opened on first use; each
+///   connection carries any number of commands at once (pipelining). Every command has a
+///   timeout. A connection that fails is reopened on demand; after a failed attempt the next one
+///   waits a backoff delay (100 ms doubling to 5 s, with jitter), and meanwhile operations throw
+///   `unavailable` at once. So with Redis down the store answers quickly, a chain reads it as a
+///   miss (logged, and counted in ``statistics``), and when Redis is back the store reconnects by
+///   itself.
+/// - The client speaks RESP2 over SwiftNIO (`AUTH` with a password or an ACL user, `SELECT`); TLS
+///   is not supported.
+public final class RedisStore: Store {
+    /// The type of the keys: any string.
+    public typealias Key = String
+    /// The type of the values.
+    public typealias Value = Data
+
+    /// The server, the namespace and the connection policies.
+    public let configuration: Configuration
+    /// The name of this store's layer in ``layerStatistics``; `"redis"` by default.
+    public let name: String
+
+    let pool: RedisConnectionPool
+    private let counter = StatisticsCounter()
+    private let prefix: ByteBuffer
+    private let timeToLiveMilliseconds: String?
+    private let scanCount: String
+    private let allocator = ByteBufferAllocator()
+
+    /// The largest value Redis accepts (its `proto-max-bulk-len`), 512 MiB.
+    public static let maximumValueSize = 512 << 20
+
+    /// Creates a store; it connects on first use, so this never waits and never fails.
+    /// - Parameters:
+    ///   - configuration: The server, the namespace and the connection policies.
+    ///   - name: The layer name reported in statistics; `"redis"` by default.
+    ///   - logger: Where changes of the server's reachability are logged.
+    public init(
+        configuration: Configuration = Configuration(),
+        name: String = "redis",
+        logger: Logger = Logger(label: "haneke.redis")
+    ) {
+        self.configuration = configuration
+        self.name = name
+        let endpoint = RedisEndpoint(
+            host: configuration.host,
+            port: configuration.port,
+            username: configuration.username,
+            password: configuration.password,
+            database: configuration.database,
+            connectTimeout: Self.timeAmount(configuration.connectTimeout),
+            commandTimeout: Self.timeAmount(configuration.commandTimeout)
+        )
+        pool = RedisConnectionPool(
+            endpoint: endpoint,
+            size: configuration.connectionCount,
+            backoff: ReconnectBackoff(
+                minimum: Self.timeAmount(configuration.minimumReconnectDelay),
+                maximum: Self.timeAmount(max(configuration.minimumReconnectDelay, configuration.maximumReconnectDelay))
+            ),
+            group: MultiThreadedEventLoopGroup.singleton,
+            logger: logger
+        )
+        prefix = ByteBuffer(string: configuration.keyPrefix)
+        timeToLiveMilliseconds = configuration.timeToLive.map { ttl in
+            let (seconds, attoseconds) = ttl.components
+            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            return String(max(1, milliseconds))
+        }
+        scanCount = String(max(1, configuration.scanCount))
+    }
+
+    /// Creates a store for the server at `url`, with the other settings at their defaults.
+    /// - Parameters:
+    ///   - url: `redis://[[user]:password@]host[:port][/database]`.
+    ///   - keyPrefix: The namespace of the store's keys; `"haneke:"` by default.
+    ///   - name: The layer name reported in statistics; `"redis"` by default.
+    /// - Throws: `StoreError` with code `invalidConfiguration` when the URL is not valid.
+    public convenience init(url: String, keyPrefix: String = "haneke:", name: String = "redis") throws {
+        try self.init(configuration: Configuration(url: url, keyPrefix: keyPrefix), name: name)
+    }
+
+    deinit {
+        pool.shutDown()
+    }
+
+    // MARK: - Store
+
+    /// Returns the value for `key` (`GET`), or `nil` when Redis has none.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The stored bytes, or `nil`.
+    /// - Throws: `StoreError` with code `unavailable` when Redis cannot be reached, `timeout` when
+    ///   it does not answer in time, `io` when it answers with an error or a malformed reply.
+    /// - Performs network I/O: one round trip (`GET`), pipelined with other requests.
+    public func value(forKey key: String) async throws -> Data? {
+        try Task.checkCancellation()
+        let reply = try await send(.command("GET", [redisKey(key)]), "read", key: key)
+        switch reply {
+        case .bulkString(let bytes?):
+            counter.recordHit()
+            return bytes.withUnsafeReadableBytes { Data($0) }
+        case .bulkString(nil):
+            counter.recordMiss()
+            return nil
+        default:
+            throw unexpected(reply, "read", key: key)
+        }
+    }
+
+    /// Stores `value` for `key` (`SET`, with `PX` when a time to live is configured).
+    /// - Parameters:
+    ///   - value: The bytes to store.
+    ///   - key: The key to store them under.
+    /// - Throws: `StoreError` with code `valueTooLarge` over 512 MiB, `unavailable`, `timeout` or
+    ///   `io` as for reads.
+    /// - Performs network I/O: one round trip (`SET`).
+    public func setValue(_ value: Data, forKey key: String) async throws {
+        try Task.checkCancellation()
+        guard value.count <= Self.maximumValueSize else {
+            counter.recordError()
+            throw StoreError(.valueTooLarge, "The \(value.count)-byte value for key \(Logger.describe(key)) is larger than Redis accepts (512 MiB)")
+        }
+        var payload = allocator.buffer(capacity: value.count)
+        _ = value.withUnsafeBytes { payload.writeBytes($0) }
+        var arguments = [redisKey(key), payload]
+        if let timeToLiveMilliseconds {
+            arguments += [ByteBuffer(string: "PX"), ByteBuffer(string: timeToLiveMilliseconds)]
+        }
+        let reply = try await send(.command("SET", arguments), "write", key: key)
+        guard case .simpleString("OK") = reply else { throw unexpected(reply, "write", key: key) }
+        counter.recordWrite()
+    }
+
+    /// Removes the value for `key` (`UNLINK`); removing a missing key is a no-op.
+    /// - Parameter key: The key to remove.
+    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads.
+    /// - Performs network I/O: one round trip (`UNLINK`).
+    public func removeValue(forKey key: String) async throws {
+        try Task.checkCancellation()
+        let reply = try await send(.command("UNLINK", [redisKey(key)]), "remove", key: key)
+        guard case .integer = reply else { throw unexpected(reply, "remove", key: key) }
+        counter.recordRemoval()
+    }
+
+    /// Removes every key of the namespace — the keys that start with ``Configuration/keyPrefix`` —
+    /// with `SCAN … MATCH` and `UNLINK` in batches of ``Configuration/scanCount``. Other keys in
+    /// the database stay; the store stays usable (a key written meanwhile may or may not be removed).
+    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads.
+    /// - Performs network I/O: a `SCAN` round trip per batch, and an `UNLINK` per batch that found keys.
+    public func removeAll() async throws {
+        try Task.checkCancellation()
+        var pattern = allocator.buffer(capacity: prefix.readableBytes * 2 + 1)
+        for byte in prefix.readableBytesView {
+            if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[")
+                || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "\\") {
+                pattern.writeInteger(UInt8(ascii: "\\"))
+            }
+            pattern.writeInteger(byte)
+        }
+        pattern.writeStaticString("*")
+        var cursor = "0"
+        repeat {
+            let command = RESPValue.command("SCAN", [
+                ByteBuffer(string: cursor), ByteBuffer(string: "MATCH"), pattern,
+                ByteBuffer(string: "COUNT"), ByteBuffer(string: scanCount),
+            ])
+            let reply = try await send(command, "remove all keys", key: nil)
+            guard case .array(let parts?) = reply, parts.count == 2, let next = parts[0].text,
+                  case .array(let found?) = parts[1] else {
+                throw unexpected(reply, "remove all keys", key: nil)
+            }
+            let keys = found.compactMap { element -> ByteBuffer? in
+                if case .bulkString(let key?) = element { key } else { nil }
+            }
+            if !keys.isEmpty {
+                let unlinked = try await send(.command("UNLINK", keys), "remove all keys", key: nil)
+                guard case .integer = unlinked else { throw unexpected(unlinked, "remove all keys", key: nil) }
+            }
+            cursor = next
+        } while cursor != "0"
+    }
+
+    /// One layer, named ``name``. Reads and writes that failed (Redis down, a timeout) are errors.
+    public var layerStatistics: [LayerStatistics] {
+        [LayerStatistics(name: name, statistics: counter.snapshot)]
+    }
+
+    // MARK: - Beyond Store
+
+    /// This store's counters.
+    public var statistics: StoreStatistics { counter.snapshot }
+
+    /// Checks that Redis answers (`PING`), connecting if needed: for health checks, or to connect
+    /// before the first request.
+    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io`.
+    /// - Performs network I/O: one round trip, after opening a connection if none is open.
+    public func ping() async throws {
+        let reply = try await send(.command("PING"), "ping", key: nil, counted: false)
+        guard case .simpleString("PONG") = reply else { throw unexpected(reply, "ping", key: nil, counted: false) }
+    }
+
+    /// Closes the store's connections. Operations afterwards throw `unavailable`. Called when the
+    /// store is released.
+    public func shutdown() {
+        pool.shutDown()
+    }
+
+    /// The Redis key under which the value for `key` is stored: the prefix, then the key.
+    /// - Parameter key: A key of this store.
+    /// - Returns: The key as Redis sees it, for `redis-cli`.
+    public func redisKey(for key: String) -> String {
+        configuration.keyPrefix + key
+    }
+
+    // MARK: - Internals
+
+    /// Sends any command, for tests: the reply, or a `StoreError`.
+    func command(_ name: String, _ arguments: String...) async throws -> RESPValue {
+        try await send(.command(name, arguments.map { ByteBuffer(string: $0) }), name, key: nil, counted: false)
+    }
+
+    private func redisKey(_ key: String) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: prefix.readableBytes + key.utf8.count)
+        buffer.writeImmutableBuffer(prefix)
+        buffer.writeString(key)
+        return buffer
+    }
+
+    /// Sends `command`; an error reply or a failure becomes a `StoreError` naming the key.
+    private func send(_ command: RESPValue, _ operation: String, key: String?, counted: Bool = true) async throws -> RESPValue {
+        let reply: RESPValue
+        do {
+            reply = try await pool.send(command)
+        } catch {
+            if counted { counter.recordError() }
+            throw storeError(error, operation, key: key)
+        }
+        if case .error(let message) = reply {
+            if counted { counter.recordError() }
+            throw StoreError(.io, "\(subject(operation, key: key)): Redis answered with an error: \(message)")
+        }
+        return reply
+    }
+
+    private func subject(_ operation: String, key: String?) -> String {
+        if let key {
+            "Could not \(operation) key \(Logger.describe(key)) on Redis at \(pool.endpoint)"
+        } else {
+            "Could not \(operation) on Redis at \(pool.endpoint)"
+        }
+    }
+
+    private func storeError(_ error: any Error, _ operation: String, key: String?) -> StoreError {
+        let code: StoreError.Code = switch error as? RedisClientError {
+        case .timedOut: .timeout
+        case .malformedReply: .io
+        default: .unavailable
+        }
+        return StoreError(code, "\(subject(operation, key: key)): \(error)", cause: error)
+    }
+
+    private func unexpected(_ reply: RESPValue, _ operation: String, key: String?, counted: Bool = true) -> StoreError {
+        if counted { counter.recordError() }
+        return StoreError(.io, "\(subject(operation, key: key)): unexpected reply \(reply.summary)")
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+    }
+}

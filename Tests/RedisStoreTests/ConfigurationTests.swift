@@ -1,0 +1,100 @@
+import HanekeProtocols
+import NIOCore
+@testable import RedisStore
+import Testing
+
+struct ConfigurationTests {
+    @Test func theDefaultsAreTheDocumentedOnes() {
+        let configuration = RedisStore.Configuration()
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 6379)
+        #expect(configuration.database == 0)
+        #expect(configuration.keyPrefix == "haneke:")
+        #expect(configuration.password == nil && configuration.username == nil)
+        #expect(configuration.timeToLive == nil)
+        #expect(configuration.connectionCount == 4)
+        #expect(configuration.connectTimeout == .seconds(1))
+        #expect(configuration.commandTimeout == .seconds(2))
+        #expect(configuration.minimumReconnectDelay == .milliseconds(100))
+        #expect(configuration.maximumReconnectDelay == .seconds(5))
+        #expect(configuration.scanCount == 1000)
+    }
+
+    struct Parsed: Sendable, CustomTestStringConvertible {
+        var url: String
+        var host: String
+        var port: Int
+        var username: String?
+        var password: String?
+        var database: Int
+        var testDescription: String { url }
+    }
+
+    @Test(arguments: [
+        Parsed(url: "redis://cache.internal", host: "cache.internal", port: 6379, database: 0),
+        Parsed(url: "redis://127.0.0.1:6380", host: "127.0.0.1", port: 6380, database: 0),
+        Parsed(url: "redis://127.0.0.1:6380/", host: "127.0.0.1", port: 6380, database: 0),
+        Parsed(url: "REDIS://localhost/3", host: "localhost", port: 6379, database: 3),
+        Parsed(url: "redis://:s3cret@10.0.0.5:7000/2", host: "10.0.0.5", port: 7000, password: "s3cret", database: 2),
+        Parsed(url: "redis://alice:wonder%40land%3A1@host/15", host: "host", port: 6379, username: "alice", password: "wonder@land:1", database: 15),
+        Parsed(url: "redis://a%3Ab:p@ss@host", host: "host", port: 6379, username: "a:b", password: "p@ss", database: 0),
+        Parsed(url: "redis://[::1]:6390/1", host: "::1", port: 6390, database: 1),
+        Parsed(url: "redis://[::1]", host: "::1", port: 6379, database: 0),
+    ])
+    func parsesURLs(_ expected: Parsed) throws {
+        let configuration = try RedisStore.Configuration(url: expected.url, keyPrefix: "p:")
+        #expect(configuration.host == expected.host)
+        #expect(configuration.port == expected.port)
+        #expect(configuration.username == expected.username)
+        #expect(configuration.password == expected.password)
+        #expect(configuration.database == expected.database)
+        #expect(configuration.keyPrefix == "p:")
+    }
+
+    @Test(arguments: [
+        ("localhost:6379", "expected redis://"),
+        ("http://localhost", "the scheme must be redis://"),
+        ("rediss://localhost", "TLS (rediss://) is not supported"),
+        ("redis://", "the host is missing"),
+        ("redis://:pw@", "the host is missing"),
+        ("redis://host:0", "the port \"0\" is not a number from 1 to 65535"),
+        ("redis://host:http", "the port \"http\" is not a number"),
+        ("redis://host/db1", "the database \"db1\" is not a number"),
+        ("redis://host/-1", "the database \"-1\" is not a number"),
+        ("redis://alice@host", "a user name needs a password"),
+        ("redis://host?timeout=1", "query parameters"),
+        ("redis://[::1:6379", "missing its ]"),
+    ])
+    func rejectsInvalidURLsSayingWhy(_ url: String, _ reason: String) {
+        #expect {
+            _ = try RedisStore.Configuration(url: url)
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .invalidConfiguration && error.message.contains(reason)
+        }
+    }
+
+    @Test func neverShowsThePassword() throws {
+        let configuration = try RedisStore.Configuration(url: "redis://alice:topsecret@host:7000/2", keyPrefix: "app:")
+        #expect(configuration.url == "redis://alice:***@host:7000/2")
+        #expect(configuration.description == "redis://alice:***@host:7000/2 (key prefix \"app:\")")
+        #expect(RedisStore.Configuration(host: "::1", password: "x").url == "redis://:***@[::1]:6379/0")
+        #expect {
+            _ = try RedisStore.Configuration(url: "redis://alice:topsecret@host:bad")
+        } throws: { error in
+            "\(error)".contains("alice:***@") && !"\(error)".contains("topsecret")
+        }
+    }
+
+    @Test func backoffDoublesFromTheMinimumToTheMaximumWithJitter() {
+        let backoff = ReconnectBackoff(minimum: .milliseconds(100), maximum: .seconds(5))
+        let expected: [Int64] = [100, 200, 400, 800, 1600, 3200, 5000, 5000]
+        for (index, base) in expected.enumerated() {
+            let failures = index + 1
+            #expect(backoff.delay(afterFailures: failures, random: 0) == .milliseconds(base / 2))
+            #expect(backoff.delay(afterFailures: failures, random: 0.999_999) <= .milliseconds(base))
+            #expect(backoff.delay(afterFailures: failures, random: 0.999_999) > .milliseconds(base * 99 / 100))
+        }
+        #expect(backoff.delay(afterFailures: 1_000, random: 0.5) == .milliseconds(3750))
+    }
+}

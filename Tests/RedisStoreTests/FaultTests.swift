@@ -1,0 +1,262 @@
+import CompressedStore
+import FileStore
+import Foundation
+@_spi(HanekeInternals) import HanekeProtocols
+import HanekeTesting
+import Logging
+import MemoryStore
+@testable import RedisStore
+import Testing
+
+/// What the store does when Redis is down, slow, or talks nonsense: it answers quickly with an
+/// error, a chain reads it as a miss, and it reconnects by itself.
+struct FaultTests {
+    @Test func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
+        let server = try await RedisTestServer()
+        let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+        try await store.setValue(Data("v".utf8), forKey: "k")
+        server.kill()
+
+        let operations: [(String, @Sendable () async throws -> Void)] = [
+            ("read", { _ = try await store.value(forKey: "k") }),
+            ("write", { try await store.setValue(Data(), forKey: "k") }),
+            ("remove", { try await store.removeValue(forKey: "k") }),
+            ("remove all keys", { try await store.removeAll() }),
+        ]
+        for round in 0..<25 {
+            for (name, operation) in operations {
+                let start = ContinuousClock.now
+                await #expect {
+                    try await operation()
+                } throws: { error in
+                    guard let error = error as? StoreError else { return false }
+                    return error.code == .unavailable && error.message.contains("127.0.0.1:\(server.port)")
+                }
+                #expect(ContinuousClock.now - start < .seconds(2), "\(name), round \(round): no waiting for a timeout")
+            }
+        }
+        #expect(store.statistics.errors == 100)
+
+        // Back up (empty: nothing was persisted), and the store reconnects by itself.
+        try await server.start()
+        try await Self.waitUntil { (try? await store.ping()) != nil }
+        #expect(try await store.value(forKey: "k") == nil)
+        try await store.setValue(Data("again".utf8), forKey: "k")
+        #expect(try await store.value(forKey: "k") == Data("again".utf8))
+    }
+
+    @Test func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
+        let server = try await RedisTestServer()
+        server.stop()   // a port that was just free: nothing listens on it now
+        let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+        await #expect {
+            _ = try await store.value(forKey: "greeting")
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .unavailable
+                && error.message.hasPrefix("Could not read key greeting on Redis at 127.0.0.1:\(server.port): could not connect")
+        }
+    }
+
+    /// With Redis down, a chain reads it as a miss and the fetcher answers; memory hits never
+    /// touch Redis; a write reaches the other layers and then reports `unavailable`.
+    @Test func aChainReadsRedisDownAsAMiss() async throws {
+        let server = try await RedisTestServer()
+        server.stop()
+        let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+        let memory = MemoryStore<String, Data>(name: "memory")
+        let chain = memory.chained(to: redis, logger: Self.quiet).fetching(from: ClosureFetcher { key in Data("fetched \(key)".utf8) }, logger: Self.quiet)
+
+        #expect(try await chain.fetch("a") == Data("fetched a".utf8))
+        #expect(try await chain.fetch("a") == Data("fetched a".utf8))   // a memory hit
+        let layers = Dictionary(uniqueKeysWithValues: chain.layerStatistics.map { ($0.name, $0.statistics) })
+        #expect(layers["memory"]?.hits == 1)
+        #expect(layers["fetcher"]?.hits == 1)
+        #expect(layers["redis"]?.hits == 0)
+        #expect((layers["redis"]?.errors ?? 0) >= 1)
+
+        await #expect {
+            try await chain.setValue(Data("written".utf8), forKey: "b")
+        } throws: { error in
+            (error as? StoreError)?.code == .unavailable
+        }
+        #expect(memory.value(forKey: "b") == Data("written".utf8))
+    }
+
+    @Test func aCommandWithoutAReplyTimesOutAndItsConnectionIsDropped() async throws {
+        let server = try await ScriptedRedisServer.start { name, _ in
+            name == "PING" ? .bytes("+PONG\r\n") : .silence
+        }
+        var configuration = try Self.configuration(server.url)
+        configuration.commandTimeout = .milliseconds(200)
+        configuration.connectionCount = 1
+        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+
+        let start = ContinuousClock.now
+        await #expect {
+            _ = try await store.value(forKey: "k")
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .timeout && error.message.contains("no reply within 200 ms; the connection was dropped")
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(20))
+        try await Self.waitUntil { server.connectionsClosed == 1 }
+        await server.shutdown()
+    }
+
+    @Test func aMalformedReplyIsAClearErrorAndTheConnectionIsDropped() async throws {
+        let gets = Locked(0)
+        let server = try await ScriptedRedisServer.start { name, _ in
+            switch name {
+            case "PING": return .bytes("+PONG\r\n")
+            case "GET": return gets.withLock { $0 += 1; return $0 } == 1 ? .bytes("%2\r\n$1\r\na\r\n") : .bytes("$2\r\nok\r\n")
+            default: return .bytes("-ERR unexpected\r\n")
+            }
+        }
+        var configuration = try Self.configuration(server.url)
+        configuration.connectionCount = 1
+        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+
+        await #expect {
+            _ = try await store.value(forKey: "k")
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .io
+                && error.message.contains("Could not read key k on Redis")
+                && error.message.contains("malformed RESP reply: unknown type byte 0x25 ('%') where a reply should start; the connection was dropped")
+        }
+        try await Self.waitUntil { server.connectionsClosed == 1 }
+        // The next command opens a new connection, in step again.
+        #expect(try await store.value(forKey: "k") == Data("ok".utf8))
+        #expect(server.connectionsAccepted == 2)
+        await server.shutdown()
+    }
+
+    @Test func aCommandWhoseConnectionClosesIsSentAgainOnANewOne() async throws {
+        let gets = Locked(0)
+        let server = try await ScriptedRedisServer.start { name, _ in
+            switch name {
+            case "PING": return .bytes("+PONG\r\n")
+            case "GET": return gets.withLock { $0 += 1; return $0 } == 1 ? .close : .bytes("$2\r\nok\r\n")
+            default: return .bytes("-ERR unexpected\r\n")
+            }
+        }
+        var configuration = try Self.configuration(server.url)
+        configuration.connectionCount = 1
+        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+        #expect(try await store.value(forKey: "k") == Data("ok".utf8))
+        #expect(server.connectionsAccepted == 2)
+        #expect(server.commandNames == ["PING", "GET", "PING", "GET"])
+        await server.shutdown()
+    }
+
+    /// The issue's fault test: redis-server is killed in the middle of a load on a memory → LZ4
+    /// file → Redis → fetcher chain. Every fetch still returns the right value; after a restart the
+    /// Redis tier serves hits again.
+    @Test func aChainKeepsAnsweringWhenRedisIsKilledMidLoadAndUsesItAgainAfterARestart() async throws {
+        let server = try await RedisTestServer()
+        let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+        let directory = try TemporaryDirectory()
+        // Small upper tiers, so that many reads reach Redis.
+        let memory = MemoryStore<String, Data>(countLimit: 24, name: "memory")
+        let disk = try FileStore(directory: directory.path, capacity: 48 << 10)
+        let fetched = Locked(0)
+        let chain = memory
+            .chained(to: disk.compressed(), logger: Self.quiet)
+            .chained(to: redis, logger: Self.quiet)
+            .fetching(from: ClosureFetcher { (key: String) in
+                fetched.withLock { $0 += 1 }
+                return Self.value(for: key)
+            }, logger: Self.quiet)
+
+        func redisStatistics() -> StoreStatistics { redis.statistics }
+
+        // Phase 1: load; one of the workers kills Redis a third of the way through.
+        let wrong = Locked(0)
+        let slowest = Locked(Duration.zero)
+        let completed = Locked(0)
+        func load(seed: UInt64, killAt: Int?) async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        var random = SeededRandomNumberGenerator(seed: seed &+ UInt64(worker))
+                        for _ in 0..<250 {
+                            let key = "document-\(Int.random(in: 0..<300, using: &random))"
+                            let start = ContinuousClock.now
+                            let value = try await chain.fetch(key)
+                            let elapsed = ContinuousClock.now - start
+                            slowest.withLock { $0 = max($0, elapsed) }
+                            if value != Self.value(for: key) { wrong.withLock { $0 += 1 } }
+                            if completed.withLock({ $0 += 1; return $0 }) == killAt { server.kill() }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+
+        try await load(seed: 1, killAt: 700)
+        #expect(!server.isRunning)
+        #expect(wrong.withLock { $0 } == 0)
+        let duringOutage = redisStatistics()
+        #expect(duringOutage.errors > 0, "reads and writes during the outage fail, and are counted")
+        #expect(duringOutage.hits > 0, "Redis served before it was killed")
+
+        // Phase 2: still down; everything still answers, from memory, disk and the fetcher.
+        let fetchedBefore = fetched.withLock { $0 }
+        try await load(seed: 2, killAt: nil)
+        #expect(wrong.withLock { $0 } == 0)
+        #expect(redisStatistics().hits == duringOutage.hits)
+        #expect(fetched.withLock { $0 } > fetchedBefore)
+
+        // Phase 3: Redis restarts (empty); the store reconnects by itself and the tier serves again.
+        try await server.start()
+        try await Self.waitUntil { (try? await redis.ping()) != nil }
+        let beforeRestartLoad = redisStatistics()
+        try await load(seed: 3, killAt: nil)
+        #expect(wrong.withLock { $0 } == 0)
+        let afterRestart = redisStatistics()
+        #expect(afterRestart.hits > beforeRestartLoad.hits, "the Redis tier serves hits again")
+        #expect(afterRestart.errors == beforeRestartLoad.errors, "no failures once Redis is back")
+        #expect(slowest.withLock { $0 } < .seconds(10), "no fetch waited for a timeout on the dead server")
+    }
+
+    // MARK: - Helpers
+
+    static let quiet: Logger = {
+        var logger = Logger(label: "haneke.test.quiet")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// A configuration for a server that tests stop and start: short reconnect delays, and
+    /// timeouts so long that an operation that waited for one would stand out from a busy
+    /// machine's scheduling delays (the tests run in parallel on two cores).
+    static func configuration(_ url: String) throws -> RedisStore.Configuration {
+        var configuration = try RedisStore.Configuration(url: url, keyPrefix: "fault:")
+        configuration.minimumReconnectDelay = .milliseconds(10)
+        configuration.maximumReconnectDelay = .milliseconds(100)
+        configuration.connectTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(30)
+        return configuration
+    }
+
+    /// 3 KiB of incompressible bytes that only `key` gives.
+    static func value(for key: String) -> Data {
+        var random = SeededRandomNumberGenerator(seed: UInt64(truncatingIfNeeded: key.utf8.reduce(5381) { ($0 << 5) &+ $0 &+ Int($1) }))
+        return Data(key.utf8) + Data((0..<3072).map { _ in UInt8.random(in: 0...255, using: &random) })
+    }
+
+    /// Waits until `condition` holds, checking every few milliseconds, for at most 10 seconds.
+    static func waitUntil(_ condition: () async -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !(await condition()) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the condition did not hold within 10 seconds", sourceLocation: sourceLocation)
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import NIOCore
+import NIOEmbedded
+@testable import RedisStore
+import Testing
+
+/// The RESP2 encoder and decoder on their own: every type, every split of the bytes, and what a
+/// malformed reply does.
+struct RESPTests {
+    /// Bytes and the value they encode, for every RESP2 type and its edge cases.
+    static let vectors: [(bytes: String, value: RESPValue)] = [
+        ("+OK\r\n", .simpleString("OK")),
+        ("+\r\n", .simpleString("")),
+        ("-ERR unknown command 'FOO'\r\n", .error("ERR unknown command 'FOO'")),
+        ("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+         .error("WRONGTYPE Operation against a key holding the wrong kind of value")),
+        (":0\r\n", .integer(0)),
+        (":-42\r\n", .integer(-42)),
+        (":9223372036854775807\r\n", .integer(.max)),
+        (":-9223372036854775808\r\n", .integer(.min)),
+        ("$5\r\nhello\r\n", .bulkString(ByteBuffer(string: "hello"))),
+        ("$0\r\n\r\n", .bulkString(ByteBuffer())),
+        ("$-1\r\n", .bulkString(nil)),
+        ("$6\r\na\r\nb\r\n\r\n", .bulkString(ByteBuffer(string: "a\r\nb\r\n"))),   // CRLF inside is data
+        ("$4\r\n\u{0}\u{1}\u{7F}$\r\n", .bulkString(ByteBuffer(bytes: [0, 1, 0x7F, 0x24]))),
+        ("*0\r\n", .array([])),
+        ("*-1\r\n", .array(nil)),
+        ("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", .command("SET", "k", "v")),
+        ("*2\r\n$1\r\n0\r\n*2\r\n$3\r\nk:1\r\n$3\r\nk:2\r\n",
+         .array([.bulkString(ByteBuffer(string: "0")), .array([.bulkString(ByteBuffer(string: "k:1")), .bulkString(ByteBuffer(string: "k:2"))])])),
+        ("*5\r\n+OK\r\n-ERR x\r\n:7\r\n$-1\r\n*-1\r\n",
+         .array([.simpleString("OK"), .error("ERR x"), .integer(7), .bulkString(nil), .array(nil)])),
+        ("*1\r\n*1\r\n*0\r\n", .array([.array([.array([])])])),
+    ]
+
+    @Test(arguments: 0..<vectors.count)
+    func encodesEveryType(_ index: Int) throws {
+        let (bytes, value) = Self.vectors[index]
+        var out = ByteBuffer()
+        try RESPEncoder.write(value, into: &out)
+        #expect(String(buffer: out) == bytes)
+    }
+
+    @Test(arguments: 0..<vectors.count)
+    func decodesEveryTypeInOneRead(_ index: Int) throws {
+        let (bytes, value) = Self.vectors[index]
+        let channel = try Self.decodingChannel()
+        try channel.writeInbound(ByteBuffer(string: bytes))
+        #expect(try channel.readInbound(as: RESPValue.self) == value)
+        #expect(try channel.readInbound(as: RESPValue.self) == nil)
+        #expect(try channel.finish().isClean)
+    }
+
+    /// The bytes of each vector arrive in two reads, split at every position: nothing comes out
+    /// of the first read, exactly the value out of the second.
+    @Test(arguments: 0..<vectors.count)
+    func decodesEveryTypeSplitAtEveryPosition(_ index: Int) throws {
+        let (text, value) = Self.vectors[index]
+        let bytes = Array(text.utf8)
+        for split in 1..<bytes.count {
+            let channel = try Self.decodingChannel()
+            try channel.writeInbound(ByteBuffer(bytes: bytes[..<split]))
+            #expect(try channel.readInbound(as: RESPValue.self) == nil, "split at \(split) of \(text.debugDescription)")
+            try channel.writeInbound(ByteBuffer(bytes: bytes[split...]))
+            #expect(try channel.readInbound(as: RESPValue.self) == value, "split at \(split) of \(text.debugDescription)")
+            #expect(try channel.finish().isClean)
+        }
+    }
+
+    /// Every vector back to back, delivered one byte at a time: pipelined replies, each complete
+    /// exactly when its last byte arrives.
+    @Test func decodesPipelinedRepliesArrivingByteByByte() throws {
+        let channel = try Self.decodingChannel()
+        var decoded: [RESPValue] = []
+        for (text, _) in Self.vectors {
+            let bytes = Array(text.utf8)
+            for (offset, byte) in bytes.enumerated() {
+                try channel.writeInbound(ByteBuffer(bytes: [byte]))
+                let value = try channel.readInbound(as: RESPValue.self)
+                #expect((value != nil) == (offset == bytes.count - 1), "\(text.debugDescription) byte \(offset)")
+                if let value { decoded.append(value) }
+            }
+        }
+        #expect(decoded == Self.vectors.map(\.value))
+        #expect(try channel.finish().isClean)
+    }
+
+    @Test func decodesSeveralRepliesFromOneRead() throws {
+        let channel = try Self.decodingChannel()
+        try channel.writeInbound(ByteBuffer(string: Self.vectors.map(\.bytes).joined()))
+        var decoded: [RESPValue] = []
+        while let value = try channel.readInbound(as: RESPValue.self) { decoded.append(value) }
+        #expect(decoded == Self.vectors.map(\.value))
+    }
+
+    @Test func decodesALargeBulkStringInChunks() throws {
+        let payload = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        var bytes = ByteBuffer(string: "$\(payload.count)\r\n")
+        bytes.writeBytes(payload)
+        bytes.writeStaticString("\r\n")
+        let channel = try Self.decodingChannel()
+        while let chunk = bytes.readSlice(length: min(bytes.readableBytes, 65_536)) {
+            #expect(try channel.readInbound(as: RESPValue.self) == nil)
+            try channel.writeInbound(chunk)
+            if bytes.readableBytes == 0 { break }
+        }
+        #expect(try channel.readInbound(as: RESPValue.self) == .bulkString(ByteBuffer(bytes: payload)))
+    }
+
+    /// Malformed replies and the reason the decoder gives.
+    static let malformed: [(bytes: String, reason: String)] = [
+        ("!oops\r\n", "unknown type byte 0x21 ('!')"),
+        ("OK\r\n", "unknown type byte 0x4F ('O')"),
+        (":12a\r\n", "an integer reply is not a number: \"12a\""),
+        (":\r\n", "an integer reply is not a number"),
+        (":-\r\n", "an integer reply is not a number"),
+        (":99999999999999999999\r\n", "does not fit in 64 bits"),
+        ("$abc\r\n", "a bulk string length is not a number"),
+        ("$-2\r\n", "bulk string length -2 is out of range"),
+        ("$999999999999\r\n", "bulk string length 999999999999 is out of range"),
+        ("$3\r\nabcd\r\n", "a 3-byte bulk string is not followed by CRLF"),
+        ("*-5\r\n", "array length -5 is out of range"),
+        ("*1\r\n?\r\n", "unknown type byte 0x3F ('?')"),
+        ("+OK\rX", "CR is followed by 0x58 ('X') instead of LF"),
+        ("+OK\n", "a line ends with LF without CR"),
+        (String(repeating: "*1\r\n", count: 40) + ":1\r\n", "arrays are nested more than 32 deep"),
+        ("+" + String(repeating: "x", count: 70_000), "a line runs over 65536 bytes without CRLF"),
+    ]
+
+    @Test(arguments: 0..<malformed.count)
+    func rejectsMalformedRepliesWithAClearReason(_ index: Int) throws {
+        let (bytes, reason) = Self.malformed[index]
+        let channel = try Self.decodingChannel()
+        #expect {
+            try channel.writeInbound(ByteBuffer(string: bytes))
+        } throws: { error in
+            guard let error = error as? RESPProtocolError else { return false }
+            return error.reason.contains(reason) && "\(error)".hasPrefix("malformed RESP reply: ")
+        }
+        _ = try? channel.finish()
+    }
+
+    @Test func refusesToEncodeLineBreaksInSimpleStrings() {
+        var out = ByteBuffer()
+        #expect(throws: RESPProtocolError.self) { try RESPEncoder.write(.simpleString("a\r\nb"), into: &out) }
+        #expect(throws: RESPProtocolError.self) { try RESPEncoder.write(.error("a\nb"), into: &out) }
+    }
+
+    static func decodingChannel() throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder()))
+        return channel
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import HanekeProtocols
+import HanekeTesting
+import NIOCore
+@testable import RedisStore
+import Testing
+
+/// RedisStore against a real redis-server.
+struct RedisStoreTests {
+    @Test func conformsToStore() async throws {
+        let url = try await SharedRedis.url()
+        try await StoreConformanceSuite {
+            try RedisStore(url: url, keyPrefix: SharedRedis.uniquePrefix("conformance"))
+        }.run()
+    }
+
+    @Test func conformsToStoreWithOneConnectionAndSmallScanBatches() async throws {
+        let url = try await SharedRedis.url()
+        try await StoreConformanceSuite {
+            var configuration = try RedisStore.Configuration(url: url, keyPrefix: SharedRedis.uniquePrefix("conformance1"))
+            configuration.connectionCount = 1
+            configuration.scanCount = 3
+            return RedisStore(configuration: configuration)
+        }.run()
+    }
+
+    @Test func keepsBinaryEmptyAndLargeValuesAndAnyKey() async throws {
+        let store = try await SharedRedis.store()
+        var random = SeededRandomNumberGenerator(seed: 8)
+        let large = Data((0..<(3 << 20)).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let samples: [(String, Data)] = [
+            ("empty", Data()),
+            ("crlf", Data("a\r\nb\r\n$5\r\n*1\r\n".utf8)),
+            ("zeros", Data(repeating: 0, count: 4096)),
+            ("large", large),
+            ("clé avec espaces et ünïcödé 🗝", Data("unicode".utf8)),
+            ("glob*?[chars]\\", Data("glob".utf8)),
+            ("", Data("the empty key".utf8)),
+        ]
+        for (key, value) in samples { try await store.setValue(value, forKey: key) }
+        for (key, value) in samples { #expect(try await store.value(forKey: key) == value, "\(key)") }
+        #expect(store.statistics.writes == samples.count)
+        #expect(store.statistics.hits == samples.count)
+    }
+
+    @Test func storesKeysUnderThePrefix() async throws {
+        let store = try await SharedRedis.store()
+        try await store.setValue(Data("v".utf8), forKey: "k")
+        let reply = try await store.command("GET", store.redisKey(for: "k"))
+        #expect(reply == .bulkString(ByteBuffer(string: "v")))
+        #expect(store.redisKey(for: "k") == store.configuration.keyPrefix + "k")
+    }
+
+    @Test func aTimeToLiveBecomesSetPX() async throws {
+        let store = try await SharedRedis.store { $0.timeToLive = .seconds(90) }
+        try await store.setValue(Data("v".utf8), forKey: "k")
+        guard case .integer(let remaining) = try await store.command("PTTL", store.redisKey(for: "k")) else {
+            Issue.record("PTTL did not answer an integer")
+            return
+        }
+        #expect(remaining > 80_000 && remaining <= 90_000)
+
+        let forever = try await SharedRedis.store()
+        try await forever.setValue(Data("v".utf8), forKey: "k")
+        #expect(try await forever.command("PTTL", forever.redisKey(for: "k")) == .integer(-1))
+    }
+
+    @Test func anExpiredValueIsAMiss() async throws {
+        let store = try await SharedRedis.store { $0.timeToLive = .milliseconds(1) }
+        try await store.setValue(Data("v".utf8), forKey: "k")
+        // Redis deletes it after a millisecond; wait for that rather than for a fixed time.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while try await store.value(forKey: "k") != nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(try await store.value(forKey: "k") == nil)
+    }
+
+    /// `removeAll()` removes its namespace only — even when the prefix holds glob characters and
+    /// another namespace is the same text without the escaping — and works in batches.
+    @Test func removeAllRemovesOnlyTheNamespace() async throws {
+        let url = try await SharedRedis.url()
+        let base = SharedRedis.uniquePrefix("namespace")
+        var configuration = try RedisStore.Configuration(url: url, keyPrefix: base + "a*[b]?\\:")
+        configuration.scanCount = 7
+        let tricky = RedisStore(configuration: configuration)
+        let lookalike = try RedisStore(url: url, keyPrefix: base + "aX[b]Y\\:")   // what a*…? would match unescaped
+        let neighbour = try RedisStore(url: url, keyPrefix: base + "b:")
+        let outside = try RedisStore(url: url, keyPrefix: base)
+
+        for i in 0..<100 { try await tricky.setValue(Data("\(i)".utf8), forKey: "key\(i)") }
+        try await lookalike.setValue(Data("keep".utf8), forKey: "key1")
+        try await neighbour.setValue(Data("keep".utf8), forKey: "key1")
+        try await outside.setValue(Data("keep".utf8), forKey: "unrelated")
+
+        try await tricky.removeAll()
+
+        for i in 0..<100 { #expect(try await tricky.value(forKey: "key\(i)") == nil) }
+        #expect(try await lookalike.value(forKey: "key1") == Data("keep".utf8))
+        #expect(try await neighbour.value(forKey: "key1") == Data("keep".utf8))
+        #expect(try await outside.value(forKey: "unrelated") == Data("keep".utf8))
+        try await tricky.setValue(Data("again".utf8), forKey: "key1")
+        #expect(try await tricky.value(forKey: "key1") == Data("again".utf8))
+
+        for store in [lookalike, neighbour, outside] { try await store.removeAll() }
+        #expect(try await outside.value(forKey: "unrelated") == nil)
+    }
+
+    /// Many commands in flight on few connections: each connection pipelines, and every task reads
+    /// its own writes.
+    @Test func manyConcurrentCommandsShareTheConnections() async throws {
+        let store = try await SharedRedis.store { $0.connectionCount = 2 }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<32 {
+                group.addTask {
+                    for round in 0..<25 {
+                        let key = "t\(task)-\(round % 5)"
+                        let value = Data("\(task):\(round)".utf8)
+                        try await store.setValue(value, forKey: key)
+                        #expect(try await store.value(forKey: key) == value)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(store.pool.connectionsOpened == 2)
+        #expect(store.statistics.writes == 800)
+        #expect(store.statistics.hits == 800)
+        #expect(store.statistics.errors == 0)
+    }
+
+    /// One request at a time still opens every connection of the pool, in the background.
+    @Test func thePoolGrowsToItsSize() async throws {
+        let store = try await SharedRedis.store()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while store.pool.openConnections < 4, ContinuousClock.now < deadline {
+            _ = try await store.value(forKey: "k")
+        }
+        #expect(store.pool.openConnections == 4)
+        #expect(store.pool.connectionsOpened == 4)
+    }
+
+    @Test func countsHitsMissesWritesAndRemovals() async throws {
+        let store = try await SharedRedis.store()
+        try await store.setValue(Data([1]), forKey: "a")
+        _ = try await store.value(forKey: "a")
+        _ = try await store.value(forKey: "b")
+        try await store.removeValue(forKey: "a")
+        try await store.removeValue(forKey: "a")
+        #expect(store.layerStatistics == [LayerStatistics(name: "redis", statistics: StoreStatistics(hits: 1, misses: 1, writes: 1, removals: 2))])
+    }
+
+    @Test func anErrorReplyIsAnIOErrorNamingTheKey() async throws {
+        let store = try await SharedRedis.store()
+        _ = try await store.command("RPUSH", store.redisKey(for: "list"), "x")
+        await #expect {
+            _ = try await store.value(forKey: "list")
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .io && error.message.contains("key list on Redis at") && error.message.contains("WRONGTYPE")
+        }
+        #expect(store.statistics.errors == 1)
+        try await store.removeAll()
+    }
+
+    @Test func pingAnswersAndShutdownMakesTheStoreUnavailable() async throws {
+        let store = try await SharedRedis.store()
+        try await store.ping()
+        store.shutdown()
+        await #expect {
+            try await store.setValue(Data(), forKey: "k")
+        } throws: { error in
+            (error as? StoreError)?.code == .unavailable && "\(error)".contains("shut down")
+        }
+    }
+
+    // MARK: - Logging in and choosing a database (servers of their own)
+
+    @Test func logsInWithAPassword() async throws {
+        let server = try await RedisTestServer(arguments: ["--requirepass", "s3cret pass"])
+        let store = try RedisStore(url: "redis://:s3cret%20pass@127.0.0.1:\(server.port)", keyPrefix: "p:")
+        try await store.setValue(Data("v".utf8), forKey: "k")
+        #expect(try await store.value(forKey: "k") == Data("v".utf8))
+
+        let wrong = try RedisStore(url: "redis://:nope@127.0.0.1:\(server.port)", keyPrefix: "p:")
+        await #expect {
+            _ = try await wrong.value(forKey: "k")
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .unavailable && error.message.contains("refused AUTH") && !error.message.contains("nope")
+        }
+        let anonymous = try RedisStore(url: "redis://127.0.0.1:\(server.port)", keyPrefix: "p:")
+        await #expect {
+            _ = try await anonymous.value(forKey: "k")
+        } throws: { error in
+            (error as? StoreError)?.code == .unavailable && "\(error)".contains("NOAUTH")
+        }
+    }
+
+    @Test func logsInAsAnACLUserAndSelectsTheDatabase() async throws {
+        let server = try await RedisTestServer(arguments: [
+            "--user", "default", "off",
+            "--user", "cache", "on", ">wonder@land", "~haneke:*", "+@all",
+        ])
+        let inTwo = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/2")
+        let inZero = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/0")
+        try await inTwo.setValue(Data("two".utf8), forKey: "k")
+        #expect(try await inTwo.value(forKey: "k") == Data("two".utf8))
+        #expect(try await inZero.value(forKey: "k") == nil)
+        #expect(try await inTwo.command("CLIENT", "INFO").text?.contains("db=2") == true)
+        #expect(try await inTwo.command("ACL", "WHOAMI").text == "cache")
+
+        // The user may only touch keys under haneke:, which Redis enforces.
+        let elsewhere = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/2", keyPrefix: "other:")
+        await #expect {
+            try await elsewhere.setValue(Data(), forKey: "k")
+        } throws: { error in
+            (error as? StoreError)?.code == .io && "\(error)".contains("NOPERM")
+        }
+        let wrongUser = try RedisStore(url: "redis://mallory:wonder%40land@127.0.0.1:\(server.port)")
+        await #expect {
+            try await wrongUser.ping()
+        } throws: { error in
+            (error as? StoreError)?.code == .unavailable && "\(error)".contains("WRONGPASS")
+        }
+    }
+
+    @Test func aDatabaseThatDoesNotExistIsReported() async throws {
+        let url = try await SharedRedis.url()
+        var configuration = try RedisStore.Configuration(url: url)
+        configuration.database = 99
+        let store = RedisStore(configuration: configuration)
+        await #expect {
+            try await store.ping()
+        } throws: { error in
+            (error as? StoreError)?.code == .unavailable && "\(error)".contains("refused SELECT")
+        }
+    }
+}

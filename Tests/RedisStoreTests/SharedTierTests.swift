@@ -1,0 +1,99 @@
+import Dispatch
+import Foundation
+import HanekeTesting
+import LoopbackHTTPServer
+import Testing
+
+/// Two processes — two "machines", each with its own memory and disk tiers — share one Redis: what
+/// one fetched is a Redis hit for the other, and the origin is asked once.
+struct SharedTierTests {
+    struct Report: Decodable {
+        struct Layer: Decodable {
+            var name: String
+            var hits: Int
+            var misses: Int
+            var writes: Int
+            var errors: Int
+        }
+        var values: [String: String]
+        var layers: [Layer]
+
+        func layer(_ name: String) -> Layer? { layers.first { $0.name == name } }
+    }
+
+    @Test func aValueFetchedByOneProcessIsARedisHitForTheOther() async throws {
+        let redisURL = try await SharedRedis.url()
+        let prefix = SharedRedis.uniquePrefix("fleet")
+        let origin = try await LoopbackHTTPServer.start { request in
+            LoopbackHTTPServer.Response(body: Data("the document at \(request.uri)".utf8))
+        }
+        let urls = (0..<20).map { "\(origin.baseURL.absoluteString)/documents/\($0)" }
+        let firstMachine = try TemporaryDirectory()
+        let secondMachine = try TemporaryDirectory()
+
+        let first = try await Self.runPeer(redisURL, prefix, firstMachine.path, urls)
+        let second = try await Self.runPeer(redisURL, prefix, secondMachine.path, urls)
+
+        // The origin was asked once per document, by the first machine.
+        #expect(origin.requestCount == urls.count)
+        for index in 0..<urls.count { #expect(origin.requestCount(path: "/documents/\(index)") == 1) }
+        for report in [first, second] {
+            for url in urls { #expect(report.values[url] == "the document at \(URL(string: url)!.path)") }
+        }
+        #expect(first.layer("fetcher")?.hits == urls.count)
+        #expect(first.layer("redis")?.misses == urls.count)
+        #expect(first.layer("redis")?.writes == urls.count)
+        // The second machine's own tiers were empty: every value came from Redis.
+        #expect(second.layer("memory")?.hits == 0)
+        #expect(second.layer("file")?.hits == 0)
+        #expect(second.layer("redis")?.hits == urls.count)
+        #expect(second.layer("fetcher")?.hits == 0)
+        #expect(second.layer("redis")?.errors == 0)
+        await origin.shutdown()
+    }
+
+    static let peer: String = {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [here, here.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("RedisStorePeer").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return here.appendingPathComponent("RedisStorePeer").path
+    }()
+
+    /// Runs the peer executable and decodes its report, waiting on a Dispatch thread rather than
+    /// holding one of Swift's cooperative threads (the origin server needs them meanwhile).
+    static func runPeer(_ redisURL: String, _ prefix: String, _ directory: String, _ urls: [String]) async throws -> Report {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try runPeerBlocking(redisURL, prefix, directory, urls) })
+            }
+        }
+    }
+
+    static func runPeerBlocking(_ redisURL: String, _ prefix: String, _ directory: String, _ urls: [String]) throws -> Report {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: peer)
+        process.arguments = [redisURL, prefix, directory] + urls
+        let output = Pipe()
+        let errors = try TemporaryDirectory()
+        let errorPath = errors.appending("stderr")
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        process.standardOutput = output
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+        guard process.terminationStatus == 0 else {
+            throw PeerFailure(status: process.terminationStatus, stderr: stderr)
+        }
+        return try JSONDecoder().decode(Report.self, from: data)
+    }
+
+    struct PeerFailure: Error, CustomStringConvertible {
+        var status: Int32
+        var stderr: String
+        var description: String { "RedisStorePeer exited with status \(status): \(stderr)" }
+    }
+}

@@ -1,0 +1,83 @@
+@_spi(HanekeInternals) import HanekeProtocols
+import NIOCore
+import NIOPosix
+@testable import RedisStore
+import Synchronization
+
+/// A fake Redis on 127.0.0.1 whose answers a test scripts byte for byte: for the replies a real
+/// server never sends (malformed bytes, silence, a reply nobody asked for).
+final class ScriptedRedisServer: Sendable {
+    /// What to do with one command.
+    enum Answer: Sendable {
+        /// Send these bytes.
+        case bytes(String)
+        /// Send nothing.
+        case silence
+        /// Close the connection.
+        case close
+    }
+
+    let port: Int
+    private let listener: any Channel
+    private let accepted = Atomic<Int>(0)
+    private let closed = Atomic<Int>(0)
+    private let commands = Locked<[String]>([])
+
+    /// Connections accepted so far.
+    var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
+    /// Connections that have ended so far.
+    var connectionsClosed: Int { closed.load(ordering: .relaxed) }
+    /// The names of the commands received, in order.
+    var commandNames: [String] { commands.withLock { $0 } }
+
+    var url: String { "redis://127.0.0.1:\(port)" }
+
+    private init(port: Int, listener: any Channel) {
+        self.port = port
+        self.listener = listener
+    }
+
+    /// Starts a server that answers each command (an array of bulk strings) with `answer`.
+    static func start(answer: @escaping @Sendable (_ name: String, _ arguments: [String]) -> Answer) async throws -> ScriptedRedisServer {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder()))
+                    return try NIOAsyncChannel<RESPValue, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        let instance = ScriptedRedisServer(port: server.channel.localAddress!.port!, listener: server.channel)
+        Task {
+            try? await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { connections in
+                    for try await connection in connections {
+                        instance.accepted.add(1, ordering: .relaxed)
+                        group.addTask { await instance.serve(connection, answer: answer) }
+                    }
+                }
+            }
+        }
+        return instance
+    }
+
+    func shutdown() async {
+        try? await listener.close()
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<RESPValue, ByteBuffer>, answer: @Sendable (String, [String]) -> Answer) async {
+        defer { closed.add(1, ordering: .relaxed) }
+        try? await connection.executeThenClose { inbound, outbound in
+            for try await command in inbound {
+                guard case .array(let parts?) = command else { return }
+                let words = parts.map { $0.text ?? "" }
+                commands.withLock { $0.append(words.first?.uppercased() ?? "") }
+                switch answer(words.first?.uppercased() ?? "", Array(words.dropFirst())) {
+                case .bytes(let text): try await outbound.write(ByteBuffer(string: text))
+                case .silence: break
+                case .close: return
+                }
+            }
+        }
+    }
+}
