@@ -47,18 +47,7 @@ tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter StressTests
 
 fuzz: deps
-	cd Fuzz && for target in $(FUZZ_TARGETS); do \
-		$(SWIFT) build -c release --sanitize=address --sanitize=fuzzer --scratch-path .build-fuzz --product $$target || exit 1; \
-	done
-	cd Fuzz && for target in $(FUZZ_TARGETS); do \
-		mkdir -p .corpus/$$target && \
-		SWIFT_BACKTRACE=enable=no .build-fuzz/release/$$target .corpus/$$target Corpus/$$target \
-			-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=.corpus/$$target- \
-			> .corpus/$$target.log 2>&1; status=$$?; \
-		grep -E "INITED|DONE|stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" .corpus/$$target.log | sed "s/^/$$target: /"; \
-		test $$status -eq 0 || exit 1; \
-		grep -q "INITED cov:" .corpus/$$target.log || { echo "$$target was built without coverage"; exit 1; }; \
-	done
+	SWIFT=$(SWIFT) scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=10
@@ -67,4 +56,4 @@ fuzz-seeds:
 	cd Fuzz && $(SWIFT) build -c release --product FuzzSeeds --scratch-path .build-seeds && .build-seeds/release/FuzzSeeds Corpus
 
 clean:
-	rm -rf .build .build-tsan Benchmarks/.build Fuzz/.build Fuzz/.build-fuzz Fuzz/.build-seeds Fuzz/.corpus
+	rm -rf .build .build-tsan Benchmarks/.build Fuzz/.build Fuzz/.build-fuzz* Fuzz/.build-seeds Fuzz/.corpus
