@@ -56,4 +56,4 @@ fuzz-seeds:
 	cd Fuzz && $(SWIFT) build -c release --product FuzzSeeds --scratch-path .build-seeds && .build-seeds/release/FuzzSeeds Corpus
 
 clean:
-	rm -rf .build .build-tsan Benchmarks/.build Fuzz/.build Fuzz/.build-fuzz* Fuzz/.build-seeds Fuzz/.corpus
+	rm -rf .build .build-tsan Benchmarks/.build Fuzz/.build Fuzz/.build-fuzz Fuzz/.build-seeds Fuzz/.corpus

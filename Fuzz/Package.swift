@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // libFuzzer targets, in their own package: each target's only file holds LLVMFuzzerTestOneInput, and
-// they are built with `swift build -c release --sanitize=address --sanitize=fuzzer` (in that order;
-// see `make fuzz`). FuzzSeeds writes the seed corpora with the library itself, built without the
+// they are built with `swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address`
+// (scripts/fuzz says why both; `make fuzz` runs it). FuzzSeeds writes the seed corpora with the library itself, built without the
 // sanitizers (libFuzzer brings its own `main`).
 import Foundation
 import PackageDescription
