@@ -220,6 +220,7 @@ struct FaultTests {
         #expect(afterRestart.hits > beforeRestartLoad.hits, "the Redis tier serves hits again")
         #expect(afterRestart.errors == beforeRestartLoad.errors, "no failures once Redis is back")
         #expect(slowest.withLock { $0 } < .seconds(10), "no fetch waited for a timeout on the dead server")
+        print("redis fault: \(completed.withLock { $0 }) fetches across a kill and a restart, \(wrong.withLock { $0 }) wrong values, \(fetched.withLock { $0 }) fetcher calls, Redis \(afterRestart.hits) hits and \(afterRestart.errors) errors, slowest fetch \(slowest.withLock { $0 })")
     }
 
     // MARK: - Helpers
