@@ -33,5 +33,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(
+            name: "MemoryProbe",
+            dependencies: [
+                .product(name: "MemoryStore", package: hanekeIdentity),
+                .product(name: "HanekeProtocols", package: hanekeIdentity),
+                .product(name: "HanekeTesting", package: hanekeIdentity),
+            ]
+        ),
     ]
 )

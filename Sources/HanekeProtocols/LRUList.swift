@@ -1,5 +1,9 @@
-/// The recency index of `MemoryStore` and `FileStore`: a hash index into an array of nodes threaded on
-/// a doubly linked list, most recently used at the head. Every operation is O(1) (amortised for the dictionary);
+/// The recency index of `MemoryStore` and `FileStore`: a dictionary from each key to its entry (value,
+/// cost, expiry and slot), and the slots threaded on a doubly linked list, most recently used at the
+/// head. A read is one dictionary lookup, like a plain `Dictionary`'s, plus a move to the head that
+/// touches only the links: 8 bytes a slot in an array of their own, mostly in the processor's cache
+/// even when the values are not (BENCHMARKS.md, workload 1). The keys sit in a third array, by slot,
+/// for eviction from the tail. Every operation is O(1) (amortised for the dictionary);
 /// freed nodes are reused through a free list, so a steady-state store does not allocate per write.
 ///
 /// Not thread-safe: each store keeps it behind its lock. Methods report what they dropped so the
@@ -10,22 +14,32 @@
 /// `MemoryStore` can inline it into your code, and so that stores you write can use it.
 @frozen
 public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// What the dictionary holds for a key.
     @usableFromInline
-    struct Node: Sendable {
-        @usableFromInline var key: Key?
-        @usableFromInline var value: Value?
+    struct Entry: Sendable {
+        @usableFromInline var value: Value
         @usableFromInline var cost: Int
         /// Seconds since the reference date after which the entry is stale; `.infinity` for never.
         @usableFromInline var expiry: Double
+        @usableFromInline var slot: Int32
+
+        @inlinable
+        init(value: Value, cost: Int, expiry: Double, slot: Int32) {
+            self.value = value
+            self.cost = cost
+            self.expiry = expiry
+            self.slot = slot
+        }
+    }
+
+    /// A slot's neighbours in recency order (`next` also threads the free list).
+    @usableFromInline
+    struct Link: Sendable {
         @usableFromInline var previous: Int32
         @usableFromInline var next: Int32
 
         @inlinable
-        init(key: Key?, value: Value?, cost: Int, expiry: Double, previous: Int32, next: Int32) {
-            self.key = key
-            self.value = value
-            self.cost = cost
-            self.expiry = expiry
+        init(previous: Int32, next: Int32) {
             self.previous = previous
             self.next = next
         }
@@ -33,15 +47,17 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @inlinable static var none: Int32 { -1 }
 
-    @usableFromInline var index: [Key: Int32] = [:]
-    @usableFromInline var nodes: ContiguousArray<Node> = []
+    @usableFromInline var entries: [Key: Entry] = [:]
+    /// `keys[slot]` is the key whose entry has that slot; `nil` for a free slot.
+    @usableFromInline var keys: ContiguousArray<Key?> = []
+    /// `links[slot]` places the slot in recency order (or on the free list).
+    @usableFromInline var links: ContiguousArray<Link> = []
     @usableFromInline var head: Int32 = Self.none
     @usableFromInline var tail: Int32 = Self.none
     @usableFromInline var freeHead: Int32 = Self.none
 
     /// The number of entries.
-    public var count: Int { storedCount }
-    @usableFromInline var storedCount = 0
+    public var count: Int { entries.count }
     /// The sum of the entries' costs.
     public var totalCost: Int { storedTotalCost }
     @usableFromInline var storedTotalCost = 0
@@ -54,50 +70,45 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// entry is removed and reported in `expired`.
     @inlinable
     public mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
-        guard let slot = index[key] else { return nil }
-        let i = Int(slot)
-        if nodes[i].expiry <= now {
-            unlink(slot)
-            free(slot)
+        guard let entry = entries[key] else { return nil }
+        if entry.expiry <= now {
+            remove(key, entry)
             expired = true
             return nil
         }
-        moveToHead(slot)
-        return nodes[i].value
+        moveToHead(entry.slot)
+        return entry.value
     }
 
     /// Whether an unexpired entry exists, without changing the order.
     @inlinable
     public func contains(_ key: Key, now: Double) -> Bool {
-        guard let slot = index[key] else { return false }
-        return nodes[Int(slot)].expiry > now
+        guard let entry = entries[key] else { return false }
+        return entry.expiry > now
     }
 
     /// Stores `value` as the most recently used entry, replacing any entry for `key`.
     @inlinable
     public mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
-        if let slot = index[key] {
-            let i = Int(slot)
-            storedTotalCost += cost - nodes[i].cost
-            nodes[i].value = value
-            nodes[i].cost = cost
-            nodes[i].expiry = expiry
+        if let position = entries.index(forKey: key) {
+            // An existing key: replace in place, hashing the key once.
+            let slot = entries.values[position].update(value: value, cost: cost, expiry: expiry, total: &storedTotalCost)
             moveToHead(slot)
             return
         }
-        let node = Node(key: key, value: value, cost: cost, expiry: expiry, previous: Self.none, next: Self.none)
+        // A new key: give it a slot.
         let slot: Int32
         if freeHead != Self.none {
             slot = freeHead
-            freeHead = nodes[Int(slot)].next
-            nodes[Int(slot)] = node
+            freeHead = links[Int(slot)].next
+            keys[Int(slot)] = key
         } else {
-            precondition(nodes.count < Int(Int32.max), "MemoryStore holds at most \(Int32.max) entries")
-            slot = Int32(nodes.count)
-            nodes.append(node)
+            precondition(keys.count < Int(Int32.max), "MemoryStore holds at most \(Int32.max) entries")
+            slot = Int32(keys.count)
+            keys.append(key)
+            links.append(Link(previous: Self.none, next: Self.none))
         }
-        index[key] = slot
-        storedCount += 1
+        entries[key] = Entry(value: value, cost: cost, expiry: expiry, slot: slot)
         storedTotalCost += cost
         linkAtHead(slot)
     }
@@ -105,42 +116,33 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Removes the entry for `key`; returns whether there was one.
     @inlinable @discardableResult
     public mutating func removeValue(forKey key: Key) -> Bool {
-        guard let slot = index[key] else { return false }
-        unlink(slot)
-        free(slot)
+        guard let entry = entries[key] else { return false }
+        remove(key, entry)
         return true
     }
 
     /// Removes the least recently used entry and returns its key and value, or `nil` when empty.
     @inlinable @discardableResult
     public mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
-        guard tail != Self.none else { return nil }
-        let slot = tail
-        let node = nodes[Int(slot)]
-        unlink(slot)
-        free(slot)
-        guard let key = node.key, let value = node.value else { return nil }
-        return (key, value)
+        guard tail != Self.none, let key = keys[Int(tail)], let entry = entries[key] else { return nil }
+        remove(key, entry)
+        return (key, entry.value)
     }
 
     /// Makes the entry for `key` the most recently used and lets `update` change its value (not its
     /// cost); returns `false`, changing nothing, when there is no such entry.
     @inlinable
     public mutating func refresh(_ key: Key, update: (inout Value) -> Void) -> Bool {
-        guard let slot = index[key] else { return false }
+        guard let slot = entries[key]?.slot else { return false }
         moveToHead(slot)
-        if var value = nodes[Int(slot)].value {
-            update(&value)
-            nodes[Int(slot)].value = value
-        }
+        update(&entries[key]!.value)
         return true
     }
 
     /// The value for `key` without changing the order or checking expiry.
     @inlinable
     public func peekValue(forKey key: Key) -> Value? {
-        guard let slot = index[key] else { return nil }
-        return nodes[Int(slot)].value
+        entries[key]?.value
     }
 
     /// Removes every entry whose expiry is at or before `now`; returns how many.
@@ -149,10 +151,9 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var removed = 0
         var slot = head
         while slot != Self.none {
-            let next = nodes[Int(slot)].next
-            if nodes[Int(slot)].expiry <= now {
-                unlink(slot)
-                free(slot)
+            let next = links[Int(slot)].next
+            if let key = keys[Int(slot)], let entry = entries[key], entry.expiry <= now {
+                remove(key, entry)
                 removed += 1
             }
             slot = next
@@ -169,34 +170,42 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The keys from most to least recently used.
     @inlinable
     public var keysByRecency: [Key] {
-        var keys: [Key] = []
-        keys.reserveCapacity(count)
+        var result: [Key] = []
+        result.reserveCapacity(count)
         var slot = head
         while slot != Self.none {
-            let node = nodes[Int(slot)]
-            if let key = node.key { keys.append(key) }
-            slot = node.next
+            if let key = keys[Int(slot)] { result.append(key) }
+            slot = links[Int(slot)].next
         }
-        return keys
+        return result
     }
 
     // MARK: - Links
 
+    /// Removes `key`'s entry and frees its slot.
+    @inlinable
+    mutating func remove(_ key: Key, _ entry: Entry) {
+        entries.removeValue(forKey: key)
+        storedTotalCost -= entry.cost
+        unlink(entry.slot)
+        keys[Int(entry.slot)] = nil
+        links[Int(entry.slot)] = Link(previous: Self.none, next: freeHead)
+        freeHead = entry.slot
+    }
+
     @inlinable
     mutating func linkAtHead(_ slot: Int32) {
-        nodes[Int(slot)].previous = Self.none
-        nodes[Int(slot)].next = head
-        if head != Self.none { nodes[Int(head)].previous = slot }
+        links[Int(slot)] = Link(previous: Self.none, next: head)
+        if head != Self.none { links[Int(head)].previous = slot }
         head = slot
         if tail == Self.none { tail = slot }
     }
 
     @inlinable
     mutating func unlink(_ slot: Int32) {
-        let previous = nodes[Int(slot)].previous
-        let next = nodes[Int(slot)].next
-        if previous != Self.none { nodes[Int(previous)].next = next } else { head = next }
-        if next != Self.none { nodes[Int(next)].previous = previous } else { tail = previous }
+        let link = links[Int(slot)]
+        if link.previous != Self.none { links[Int(link.previous)].next = link.next } else { head = link.next }
+        if link.next != Self.none { links[Int(link.next)].previous = link.previous } else { tail = link.previous }
     }
 
     @inlinable
@@ -205,19 +214,17 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         unlink(slot)
         linkAtHead(slot)
     }
+}
 
-    /// Returns an unlinked node to the free list, dropping its key and value.
+extension LRUList.Entry {
+    /// Replaces the value, cost and expiry in place, keeping `total` (the list's total cost) in step;
+    /// returns the entry's slot.
     @inlinable
-    mutating func free(_ slot: Int32) {
-        let i = Int(slot)
-        if let key = nodes[i].key { index.removeValue(forKey: key) }
-        storedCount -= 1
-        storedTotalCost -= nodes[i].cost
-        nodes[i].key = nil
-        nodes[i].value = nil
-        nodes[i].cost = 0
-        nodes[i].next = freeHead
-        nodes[i].previous = Self.none
-        freeHead = slot
+    mutating func update(value: Value, cost: Int, expiry: Double, total: inout Int) -> Int32 {
+        total += cost - self.cost
+        self.value = value
+        self.cost = cost
+        self.expiry = expiry
+        return slot
     }
 }
