@@ -4,7 +4,7 @@
 /// touches only the links: 8 bytes a slot in an array of their own, mostly in the processor's cache
 /// even when the values are not (BENCHMARKS.md, workload 1). The keys sit in a third array, by slot,
 /// for eviction from the tail. Every operation is O(1) (amortised for the dictionary);
-/// freed nodes are reused through a free list, so a steady-state store does not allocate per write.
+/// freed slots are reused through a free list, so a steady-state store does not grow its arrays.
 ///
 /// Not thread-safe: each store keeps it behind its lock. Methods report what they dropped so the
 /// store can count evictions (and, for files, delete them).
