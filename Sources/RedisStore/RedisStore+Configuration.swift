@@ -28,7 +28,8 @@ extension RedisStore {
         public var keyPrefix: String
         /// How long a value lives after it is written. `nil` (forever) by default.
         /// Sent as `SET … PX`, rounded up to a millisecond; Redis deletes the value afterwards, and
-        /// may evict any value earlier under its own `maxmemory-policy`.
+        /// may evict any value earlier under its own `maxmemory-policy`. Must be positive: with zero
+        /// or less, writes throw `invalidConfiguration`.
         public var timeToLive: Duration?
         /// How many connections the store keeps open. `4` by default.
         /// Each carries any number of commands at once (pipelining), so a few are plenty.

@@ -27,6 +27,8 @@ import NIOPosix
 ///   `unavailable` at once. So with Redis down the store answers quickly, a chain reads it as a
 ///   miss (logged, and counted in ``statistics``), and when Redis is back the store reconnects by
 ///   itself.
+/// - Cancellation: a cancelled task stops waiting at once and gets `CancellationError` (a command
+///   already sent still runs on the server; its reply is dropped).
 /// - The client speaks RESP2 over SwiftNIO (`AUTH` with a password or an ACL user, `SELECT`); TLS
 ///   is not supported.
 public final class RedisStore: Store {
@@ -82,10 +84,12 @@ public final class RedisStore: Store {
             logger: logger
         )
         prefix = ByteBuffer(string: configuration.keyPrefix)
-        timeToLiveMilliseconds = configuration.timeToLive.map { ttl in
+        timeToLiveMilliseconds = configuration.timeToLive.flatMap { ttl in
             let (seconds, attoseconds) = ttl.components
+            // A century or more is forever: no PX (Redis refuses expiry times that overflow).
+            guard seconds < 100 * 365 * 24 * 3600 else { return nil }
             let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-            return String(max(1, milliseconds))
+            return String(milliseconds)
         }
         scanCount = String(max(1, configuration.scanCount))
     }
@@ -131,14 +135,18 @@ public final class RedisStore: Store {
     /// - Parameters:
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
-    /// - Throws: `StoreError` with code `valueTooLarge` over 512 MiB, `unavailable`, `timeout` or
-    ///   `io` as for reads.
+    /// - Throws: `StoreError` with code `valueTooLarge` over 512 MiB, `invalidConfiguration` when the
+    ///   configured time to live is not positive, `unavailable`, `timeout` or `io` as for reads.
     /// - Performs network I/O: one round trip (`SET`).
     public func setValue(_ value: Data, forKey key: String) async throws {
         try Task.checkCancellation()
         guard value.count <= Self.maximumValueSize else {
             counter.recordError()
             throw StoreError(.valueTooLarge, "The \(value.count)-byte value for key \(Logger.describe(key)) is larger than Redis accepts (512 MiB)")
+        }
+        if let timeToLive = configuration.timeToLive, timeToLive <= .zero {
+            counter.recordError()
+            throw StoreError(.invalidConfiguration, "Could not write key \(Logger.describe(key)): the time to live is \(timeToLive); it must be positive (nil keeps values until they are removed)")
         }
         var payload = allocator.buffer(capacity: value.count)
         _ = value.withUnsafeBytes { payload.writeBytes($0) }
@@ -180,6 +188,7 @@ public final class RedisStore: Store {
         pattern.writeStaticString("*")
         var cursor = "0"
         repeat {
+            try Task.checkCancellation()
             let command = RESPValue.command("SCAN", [
                 ByteBuffer(string: cursor), ByteBuffer(string: "MATCH"), pattern,
                 ByteBuffer(string: "COUNT"), ByteBuffer(string: scanCount),
@@ -251,6 +260,8 @@ public final class RedisStore: Store {
         let reply: RESPValue
         do {
             reply = try await pool.send(command)
+        } catch let cancellation as CancellationError {
+            throw cancellation
         } catch {
             if counted { counter.recordError() }
             throw storeError(error, operation, key: key)
@@ -286,6 +297,8 @@ public final class RedisStore: Store {
 
     private static func timeAmount(_ duration: Duration) -> TimeAmount {
         let (seconds, attoseconds) = duration.components
+        // About 292 years is as long as a TimeAmount gets; longer means "no limit".
+        guard seconds < Int64.max / 1_000_000_000 - 1 else { return .nanoseconds(Int64.max / 2) }
         return .nanoseconds(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
     }
 }

@@ -105,6 +105,25 @@ struct FaultTests {
         await server.shutdown()
     }
 
+    @Test func aCancelledTaskStopsWaitingForTheReplyAtOnce() async throws {
+        let server = try await ScriptedRedisServer.start { name, _ in
+            name == "PING" ? .bytes("+PONG\r\n") : .silence
+        }
+        var configuration = try Self.configuration(server.url)   // a 30 s command timeout
+        configuration.connectionCount = 1
+        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+        try await store.ping()
+
+        let start = ContinuousClock.now
+        let read = Task { try await store.value(forKey: "k") }
+        try await Self.waitUntil { server.commandNames.contains("GET") }
+        read.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await read.value }
+        #expect(ContinuousClock.now - start < .seconds(10), "no waiting for the 30 s timeout")
+        #expect(store.statistics.errors == 0, "a cancellation is not a failure of the store")
+        await server.shutdown()
+    }
+
     @Test func aMalformedReplyIsAClearErrorAndTheConnectionIsDropped() async throws {
         let gets = Locked(0)
         let server = try await ScriptedRedisServer.start { name, _ in

@@ -124,7 +124,18 @@ struct RESPTests {
         ("+OK\n", "a line ends with LF without CR"),
         (String(repeating: "*1\r\n", count: 40) + ":1\r\n", "arrays are nested more than 32 deep"),
         ("+" + String(repeating: "x", count: 70_000), "a line runs over 65536 bytes without CRLF"),
+        ("+" + String(repeating: "x", count: 70_000) + "\r\n", "a line runs over 65536 bytes without CRLF"),
     ]
+
+    @Test func anIncompleteReplyLargerThanTheLimitIsRefused() throws {
+        // An array that announces more elements than ever arrive keeps its bytes waiting; past the
+        // limit (512 MiB and a little more by default) the decoder gives up on it.
+        var waiting = ByteBuffer(string: "*1000\r\n" + String(repeating: "$3\r\nabc\r\n", count: 10))
+        #expect(try RESPDecoder.parse(&waiting, maximumReplySize: 1_000) == nil)
+        var tooLarge = ByteBuffer(string: "*1000\r\n" + String(repeating: "$3\r\nabc\r\n", count: 200))
+        let error = #expect(throws: RESPProtocolError.self) { try RESPDecoder.parse(&tooLarge, maximumReplySize: 1_000) }
+        #expect(error?.reason == "a reply runs over 1000 bytes without ending")
+    }
 
     @Test(arguments: 0..<malformed.count)
     func rejectsMalformedRepliesWithAClearReason(_ index: Int) throws {

@@ -65,6 +65,23 @@ struct RedisStoreTests {
         #expect(try await forever.command("PTTL", forever.redisKey(for: "k")) == .integer(-1))
     }
 
+    @Test func aTimeToLiveThatIsNotPositiveIsAClearErrorAndACenturyIsForever() async throws {
+        for ttl: Duration in [.zero, .seconds(-5)] {
+            let store = try await SharedRedis.store { $0.timeToLive = ttl }
+            await #expect {
+                try await store.setValue(Data("v".utf8), forKey: "k")
+            } throws: { error in
+                guard let error = error as? StoreError else { return false }
+                return error.code == .invalidConfiguration && error.message.contains("must be positive")
+            }
+            #expect(try await store.value(forKey: "k") == nil)
+        }
+        // Durations too long for Redis's expiry arithmetic mean "never expires", not a crash.
+        let forever = try await SharedRedis.store { $0.timeToLive = .seconds(Int64.max) }
+        try await forever.setValue(Data("v".utf8), forKey: "k")
+        #expect(try await forever.command("PTTL", forever.redisKey(for: "k")) == .integer(-1))
+    }
+
     @Test func anExpiredValueIsAMiss() async throws {
         let store = try await SharedRedis.store { $0.timeToLive = .milliseconds(1) }
         try await store.setValue(Data("v".utf8), forKey: "k")

@@ -25,6 +25,9 @@ struct RESPDecoder: ByteToMessageDecoder {
     static let maximumLineLength = 64 << 10
     /// The deepest nesting of arrays accepted.
     static let maximumDepth = 32
+    /// The most bytes an incomplete reply may hold before it is refused: one bulk string of the
+    /// largest size and a little more. (The store's replies are one value, or a small SCAN batch.)
+    static let maximumReplySize = maximumBulkLength + (1 << 20)
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let value = try Self.parse(&buffer) else { return .needMoreData }
@@ -38,10 +41,16 @@ struct RESPDecoder: ByteToMessageDecoder {
 
     /// Parses one reply from the start of `buffer` and consumes its bytes; returns `nil`, consuming
     /// nothing, when the reply is not complete yet.
+    /// - Parameter maximumReplySize: The most bytes an incomplete reply may hold (tests lower it).
     /// - Throws: `RESPProtocolError` when the bytes cannot be a valid reply.
-    static func parse(_ buffer: inout ByteBuffer) throws -> RESPValue? {
+    static func parse(_ buffer: inout ByteBuffer, maximumReplySize: Int = maximumReplySize) throws -> RESPValue? {
         var cursor = buffer
-        guard let value = try parseValue(&cursor, depth: 0) else { return nil }
+        guard let value = try parseValue(&cursor, depth: 0) else {
+            if buffer.readableBytes > maximumReplySize {
+                throw RESPProtocolError(reason: "a reply runs over \(maximumReplySize) bytes without ending")
+            }
+            return nil
+        }
         buffer.moveReaderIndex(to: cursor.readerIndex)
         return value
     }
@@ -105,6 +114,9 @@ struct RESPDecoder: ByteToMessageDecoder {
             throw RESPProtocolError(reason: "a line ends with LF without CR")
         }
         let length = end - view.startIndex
+        guard length <= maximumLineLength else {
+            throw RESPProtocolError(reason: "a line runs over \(maximumLineLength) bytes without CRLF")
+        }
         guard buffer.readableBytes > length + 1 else { return nil }
         let line = buffer.readSlice(length: length)!
         let terminator = buffer.readInteger(as: UInt16.self)!

@@ -53,10 +53,12 @@ final class RedisConnection: Sendable {
     /// Opens a connection to `endpoint` and performs the handshake: `AUTH` when a password is set,
     /// `SELECT` when the database is not 0, otherwise `PING` (so that a server that accepts the TCP
     /// connection but does not answer counts as down). Runs on the event loop from start to end,
-    /// so that connecting never waits for a thread of Swift's cooperative pool.
+    /// so that connecting never waits for a thread of Swift's cooperative pool. The connect timeout
+    /// covers both: the handshake gets what the TCP connection left of it.
     /// - Returns: The connection; fails with `RedisClientError.connectFailed` or `.handshakeRefused`.
     static func connect(to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup) -> EventLoopFuture<RedisConnection> {
         let eventLoop = group.next()
+        let deadline = NIODeadline.now() + endpoint.connectTimeout
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(endpoint.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -75,7 +77,7 @@ final class RedisConnection: Sendable {
             }
             .flatMap { channel in
                 let connection = RedisConnection(channel: channel, id: id)
-                return connection.handshake(endpoint)
+                return connection.handshake(endpoint, timeout: max(.milliseconds(1), deadline - .now()))
                     .map { connection }
                     .flatMapErrorThrowing { error in
                         connection.close()
@@ -84,7 +86,7 @@ final class RedisConnection: Sendable {
             }
     }
 
-    private func handshake(_ endpoint: RedisEndpoint) -> EventLoopFuture<Void> {
+    private func handshake(_ endpoint: RedisEndpoint, timeout: TimeAmount) -> EventLoopFuture<Void> {
         var commands: [(name: String, command: RESPValue)] = []
         if let password = endpoint.password {
             let arguments = [endpoint.username, password].compactMap { $0 }.map { ByteBuffer(string: $0) }
@@ -98,7 +100,7 @@ final class RedisConnection: Sendable {
         }
         // Pipelined: every command is written before the first reply arrives.
         let names = commands.map(\.name)
-        let replies = commands.map { send($0.command, timeout: endpoint.connectTimeout) }
+        let replies = commands.map { send($0.command, timeout: timeout) }
         return EventLoopFuture.whenAllComplete(replies, on: channel.eventLoop).flatMapThrowing { results in
             for (result, name) in zip(results, names) {
                 switch result {

@@ -73,13 +73,56 @@ final class RedisConnectionPool: Sendable {
     /// Sends `command` on a pooled connection and returns the reply. A command whose connection
     /// closed under it is sent once more, on another connection (every command the store sends is
     /// idempotent).
-    /// - Throws: `RedisClientError`.
+    ///
+    /// A cancelled task stops waiting at once and gets `CancellationError`; a command already
+    /// written still runs on the server, and its reply is dropped when it comes (replies must stay in
+    /// step with commands, so the connection cannot skip it).
+    /// - Throws: `RedisClientError`, or `CancellationError`.
     func send(_ command: RESPValue) async throws -> RESPValue {
         do {
-            return try await connection().send(command, timeout: endpoint.commandTimeout).get()
+            return try await Self.value(of: connection().send(command, timeout: endpoint.commandTimeout))
         } catch let error as RedisClientError where error.isRetryable {
-            return try await connection().send(command, timeout: endpoint.commandTimeout).get()
+            return try await Self.value(of: connection().send(command, timeout: endpoint.commandTimeout))
         }
+    }
+
+    /// Where a wait for a future stands: not waiting yet, waiting with its continuation, or over
+    /// (answered, or cancelled).
+    private enum Wait<Value: Sendable>: Sendable {
+        case notYet
+        case waiting(CheckedContinuation<Value, any Error>)
+        case over
+    }
+
+    /// The future's value, or `CancellationError` as soon as the task is cancelled: whichever
+    /// comes first resumes the continuation, exactly once.
+    private static func value<Value: Sendable>(of future: EventLoopFuture<Value>) async throws -> Value {
+        let wait = Locked<Wait<Value>>(.notYet)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                let cancelledAlready = wait.withLock { state -> Bool in
+                    if case .over = state { return true }
+                    state = .waiting(continuation)
+                    return false
+                }
+                if cancelledAlready {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                future.whenComplete { result in
+                    wait.withLock { state in Self.finish(&state) }?.resume(with: result)
+                }
+            }
+        } onCancel: {
+            wait.withLock { state in Self.finish(&state) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Ends a wait; returns the continuation to resume, unless the wait was already over.
+    private static func finish<Value: Sendable>(_ state: inout Wait<Value>) -> CheckedContinuation<Value, any Error>? {
+        defer { state = .over }
+        if case .waiting(let continuation) = state { return continuation }
+        return nil
     }
 
     /// Closes every connection; later commands fail with `shutDown`.
@@ -110,6 +153,12 @@ final class RedisConnectionPool: Sendable {
             let order = (0..<count).map { (first + $0) % count }
             for index in order {
                 guard case .connected(let connection) = state.slots[index] else { continue }
+                // A connection that has just closed fails its commands before its close is
+                // reported; never hand it out again (a retry would fail on it too).
+                guard connection.channel.isActive else {
+                    state.slots[index] = .idle
+                    continue
+                }
                 // Use it; and if the slot whose turn it is could connect, connect it meanwhile, so
                 // the pool grows to its size under load.
                 switch state.slots[first] {
@@ -153,12 +202,12 @@ final class RedisConnectionPool: Sendable {
             if let attempt { start(attempt) }
             return connection
         case .wait(let future):
-            return try await future.get()
+            return try await Self.value(of: future)
         case .fail(let error):
             throw error
         case .connect(let attempt):
             start(attempt)
-            return try await attempt.promise.futureResult.get()
+            return try await Self.value(of: attempt.promise.futureResult)
         }
     }
 
