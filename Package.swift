@@ -166,7 +166,7 @@ let package = Package(
             name: "RedisStoreTests",
             dependencies: [
                 "RedisStore", "RedisStorePeer", "HanekeTesting", "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore",
-                "LoopbackHTTPServer",
+                "LoopbackHTTPServer", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

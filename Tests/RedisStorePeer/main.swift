@@ -8,6 +8,7 @@
 import Foundation
 import Haneke
 
+/// What the peer prints; SharedTierTests decodes it.
 struct Report: Codable {
     struct Layer: Codable {
         var name: String
@@ -19,6 +20,8 @@ struct Report: Codable {
     /// The value fetched for each URL, as text.
     var values: [String: String]
     var layers: [Layer]
+
+    func layer(_ name: String) -> Layer? { layers.first { $0.name == name } }
 }
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -2,25 +2,13 @@ import Dispatch
 import Foundation
 import HanekeTesting
 import LoopbackHTTPServer
+@testable import RedisStorePeer
 import Testing
+import TestSupport
 
 /// Two processes — two "machines", each with its own memory and disk tiers — share one Redis: what
 /// one fetched is a Redis hit for the other, and the origin is asked once.
 struct SharedTierTests {
-    struct Report: Decodable {
-        struct Layer: Decodable {
-            var name: String
-            var hits: Int
-            var misses: Int
-            var writes: Int
-            var errors: Int
-        }
-        var values: [String: String]
-        var layers: [Layer]
-
-        func layer(_ name: String) -> Layer? { layers.first { $0.name == name } }
-    }
-
     @Test func aValueFetchedByOneProcessIsARedisHitForTheOther() async throws {
         let redisURL = try await SharedRedis.url()
         let prefix = SharedRedis.uniquePrefix("fleet")
@@ -52,43 +40,18 @@ struct SharedTierTests {
         await origin.shutdown()
     }
 
-    static let peer: String = {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [here, here.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("RedisStorePeer").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return here.appendingPathComponent("RedisStorePeer").path
-    }()
-
     /// Runs the peer executable and decodes its report, waiting on a Dispatch thread rather than
     /// holding one of Swift's cooperative threads (the origin server needs them meanwhile).
     static func runPeer(_ redisURL: String, _ prefix: String, _ directory: String, _ urls: [String]) async throws -> Report {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try runPeerBlocking(redisURL, prefix, directory, urls) })
+                continuation.resume(with: Result {
+                    let outcome = try ChildProcess.run(ChildProcess.binary("RedisStorePeer"), [redisURL, prefix, directory] + urls)
+                    guard outcome.status == 0 else { throw PeerFailure(status: outcome.status, stderr: outcome.stderr) }
+                    return try JSONDecoder().decode(Report.self, from: outcome.stdout)
+                })
             }
         }
-    }
-
-    static func runPeerBlocking(_ redisURL: String, _ prefix: String, _ directory: String, _ urls: [String]) throws -> Report {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: peer)
-        process.arguments = [redisURL, prefix, directory] + urls
-        let output = Pipe()
-        let errors = try TemporaryDirectory()
-        let errorPath = errors.appending("stderr")
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            throw PeerFailure(status: process.terminationStatus, stderr: stderr)
-        }
-        return try JSONDecoder().decode(Report.self, from: data)
     }
 
     struct PeerFailure: Error, CustomStringConvertible {
