@@ -43,7 +43,7 @@ public final class RedisTestServer: Sendable {
     /// - Parameter arguments: Extra arguments for `redis-server`, such as `["--requirepass", "secret"]`.
     /// - Throws: ``RedisTestServer/Failure`` when `redis-server` is missing or does not start.
     public init(arguments: [String] = []) async throws {
-        executable = try Self.findExecutable()
+        executable = try Self.executable(named: "redis-server")
         directory = try TemporaryDirectory(prefix: "haneke-redis")
         self.arguments = arguments
         var lastError: (any Error)?
@@ -125,15 +125,20 @@ public final class RedisTestServer: Sendable {
         Self.unregister(pid)
     }
 
-    private static func findExecutable() throws -> String {
+    /// The path of one of Redis's programs (`redis-server`, `redis-benchmark`, `redis-cli`): from the
+    /// `PATH` and the usual folders; for `redis-server`, `$REDIS_SERVER` first.
+    /// - Parameter name: The program's name.
+    /// - Throws: A failure naming the Debian package to install when it is not found.
+    public static func executable(named name: String) throws -> String {
         let environment = ProcessInfo.processInfo.environment
-        if let path = environment["REDIS_SERVER"], !path.isEmpty { return path }
+        if name == "redis-server", let path = environment["REDIS_SERVER"], !path.isEmpty { return path }
         let folders = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") + ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
         for folder in folders {
-            let path = "\(folder)/redis-server"
+            let path = "\(folder)/\(name)"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        throw Failure(message: "redis-server is not installed (Debian: apt-get install redis-server; `make test` installs it)")
+        let package = name == "redis-server" ? "redis-server" : "redis-tools"
+        throw Failure(message: "\(name) is not installed (Debian: apt-get install \(package); `make test` installs it)")
     }
 
     /// A port that was free a moment ago: bound to port 0 on loopback, then released.

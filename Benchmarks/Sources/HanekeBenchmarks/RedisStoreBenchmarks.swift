@@ -14,7 +14,7 @@ enum RedisStoreBenchmarks {
     static func run(_ scale: Scale) async throws -> [Row] {
         let server = try await RedisTestServer()
         defer { server.stop() }
-        let benchmark = try findRedisBenchmark()
+        let benchmark = try RedisTestServer.executable(named: "redis-benchmark")
         let store = try RedisStore(url: server.url, keyPrefix: "bench:")
         var random = SystemRandomNumberGenerator()
         let value = Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
@@ -87,14 +87,6 @@ enum RedisStoreBenchmarks {
             throw BenchmarkFailure(message: "redis-benchmark failed: \(String(decoding: data, as: UTF8.self))")
         }
         return rps
-    }
-
-    static func findRedisBenchmark() throws -> String {
-        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + ["/usr/bin"]
-        for folder in folders where FileManager.default.isExecutableFile(atPath: folder + "/redis-benchmark") {
-            return folder + "/redis-benchmark"
-        }
-        throw BenchmarkFailure(message: "redis-benchmark is not installed (Debian package redis-tools; make bench installs it)")
     }
 
     struct BenchmarkFailure: Error, CustomStringConvertible {
