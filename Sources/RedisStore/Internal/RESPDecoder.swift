@@ -104,18 +104,15 @@ struct RESPDecoder: ByteToMessageDecoder {
     /// Reads the bytes up to the next CRLF and consumes the CRLF; `nil` when the line is not complete.
     private static func readLine(_ buffer: inout ByteBuffer) throws -> ByteBuffer? {
         let view = buffer.readableBytesView
-        guard let end = view.firstIndex(where: { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) else {
-            if view.count > maximumLineLength {
-                throw RESPProtocolError(reason: "a line runs over \(maximumLineLength) bytes without CRLF")
-            }
-            return nil
-        }
-        guard view[end] == UInt8(ascii: "\r") else {
-            throw RESPProtocolError(reason: "a line ends with LF without CR")
-        }
-        let length = end - view.startIndex
+        let end = view.firstIndex(where: { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") })
+        // The line so far, or the whole line: too long either way, whether or not its CRLF is here.
+        let length = (end ?? view.endIndex) - view.startIndex
         guard length <= maximumLineLength else {
             throw RESPProtocolError(reason: "a line runs over \(maximumLineLength) bytes without CRLF")
+        }
+        guard let end else { return nil }
+        guard view[end] == UInt8(ascii: "\r") else {
+            throw RESPProtocolError(reason: "a line ends with LF without CR")
         }
         guard buffer.readableBytes > length + 1 else { return nil }
         let line = buffer.readSlice(length: length)!
