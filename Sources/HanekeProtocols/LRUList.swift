@@ -72,7 +72,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
         guard let entry = entries[key] else { return nil }
         if entry.expiry <= now {
-            remove(key, entry)
+            removeEntry(key)
             expired = true
             return nil
         }
@@ -116,16 +116,13 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Removes the entry for `key`; returns whether there was one.
     @inlinable @discardableResult
     public mutating func removeValue(forKey key: Key) -> Bool {
-        guard let entry = entries[key] else { return false }
-        remove(key, entry)
-        return true
+        removeEntry(key) != nil
     }
 
     /// Removes the least recently used entry and returns its key and value, or `nil` when empty.
     @inlinable @discardableResult
     public mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
-        guard tail != Self.none, let key = keys[Int(tail)], let entry = entries[key] else { return nil }
-        remove(key, entry)
+        guard tail != Self.none, let key = keys[Int(tail)], let entry = removeEntry(key) else { return nil }
         return (key, entry.value)
     }
 
@@ -153,7 +150,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         while slot != Self.none {
             let next = links[Int(slot)].next
             if let key = keys[Int(slot)], let entry = entries[key], entry.expiry <= now {
-                remove(key, entry)
+                removeEntry(key)
                 removed += 1
             }
             slot = next
@@ -182,15 +179,16 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     // MARK: - Links
 
-    /// Removes `key`'s entry and frees its slot.
-    @inlinable
-    mutating func remove(_ key: Key, _ entry: Entry) {
-        entries.removeValue(forKey: key)
+    /// Removes `key`'s entry, hashing the key once, and frees its slot; returns the entry.
+    @inlinable @discardableResult
+    mutating func removeEntry(_ key: Key) -> Entry? {
+        guard let entry = entries.removeValue(forKey: key) else { return nil }
         storedTotalCost -= entry.cost
         unlink(entry.slot)
         keys[Int(entry.slot)] = nil
         links[Int(entry.slot)] = Link(previous: Self.none, next: freeHead)
         freeHead = entry.slot
+        return entry
     }
 
     @inlinable
