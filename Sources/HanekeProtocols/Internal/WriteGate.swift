@@ -9,6 +9,10 @@ import Synchronization
 /// a conditional write (a promotion, a write-back, a preload) runs only if nothing changed the key
 /// since its reader took a mark. Reads never wait.
 ///
+/// A change moves the key's mark when it starts and again when it ends: a reader that took its mark
+/// while a change was under way may have read the layers half written, so its mark must not match
+/// once the change is done.
+///
 /// Keys map to 64 stripes: unrelated keys in one stripe only share turns, which costs a little
 /// waiting or a skipped promotion, never a wrong value.
 @usableFromInline
@@ -50,7 +54,7 @@ package final class WriteGate: Sendable {
     package func change<T>(_ key: some Hashable, _ body: () async throws -> T) async rethrows -> T {
         let stripe = Self.stripe(of: key)
         await acquire(stripe, bumping: true)
-        defer { release(stripe) }
+        defer { release(stripe, bumping: true) }
         return try await body()
     }
 
@@ -58,7 +62,7 @@ package final class WriteGate: Sendable {
     @usableFromInline
     package func changeEveryKey<T>(_ body: () async throws -> T) async rethrows -> T {
         for stripe in 0..<Self.stripeCount { await acquire(stripe, bumping: true) }
-        defer { for stripe in 0..<Self.stripeCount { release(stripe) } }
+        defer { for stripe in 0..<Self.stripeCount { release(stripe, bumping: true) } }
         return try await body()
     }
 
@@ -68,7 +72,7 @@ package final class WriteGate: Sendable {
     package func ifUnchanged<T>(_ key: some Hashable, since mark: UInt64, _ body: () async throws -> T) async rethrows -> T? {
         let stripe = Self.stripe(of: key)
         await acquire(stripe, bumping: false)
-        defer { release(stripe) }
+        defer { release(stripe, bumping: false) }
         guard stripes.withLock({ $0[stripe].generation }) == mark else { return nil }
         return try await body()
     }
@@ -98,14 +102,16 @@ package final class WriteGate: Sendable {
         if bumping { total.add(1, ordering: .releasing) }
     }
 
-    private func release(_ stripe: Int) {
+    private func release(_ stripe: Int, bumping: Bool) {
         let next = stripes.withLock { stripes -> CheckedContinuation<Void, Never>? in
+            if bumping { stripes[stripe].generation &+= 1 }
             guard !stripes[stripe].waiters.isEmpty else {
                 stripes[stripe].held = false
                 return nil
             }
             return stripes[stripe].waiters.removeFirst()
         }
+        if bumping { total.add(1, ordering: .releasing) }
         next?.resume()
     }
 
