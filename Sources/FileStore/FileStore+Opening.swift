@@ -43,7 +43,7 @@ extension FileStore {
                     forKey: file.digest, cost: file.size, expiry: .infinity
                 )
             }
-            return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+            return evictToLimits(&state.entries)
         }
         removeEvicted(victims)
         journal.discardPending()

@@ -98,7 +98,7 @@ extension FileStore {
                             forKey: digest, cost: fileSize, expiry: .infinity
                         )
                     }
-                    return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+                    return evictToLimits(&state.entries)
                 }
             }
             removeEvicted(victims)

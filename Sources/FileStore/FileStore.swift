@@ -371,13 +371,15 @@ public final class FileStore: Store {
     /// them so their files can be deleted outside the lock.
     static func evict(_ entries: inout LRUList<KeyDigest, EntryRecord>, countLimit: Int?, capacity: Int?) -> [Victim] {
         var victims: [Victim] = []
-        while let countLimit, entries.count > countLimit, let (digest, record) = entries.removeLeastRecentlyUsed() {
-            victims.append(Victim(digest: digest, identity: record.identity))
-        }
-        while let capacity, entries.totalCost > capacity, let (digest, record) = entries.removeLeastRecentlyUsed() {
+        entries.evict(toCount: countLimit, toCost: capacity) { digest, record in
             victims.append(Victim(digest: digest, identity: record.identity))
         }
         return victims
+    }
+
+    /// `evict` to the configured count limit and capacity.
+    func evictToLimits(_ entries: inout LRUList<KeyDigest, EntryRecord>) -> [Victim] {
+        Self.evict(&entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
     }
 
     /// Deletes the files of evicted entries — unless the key was written or read again since it was

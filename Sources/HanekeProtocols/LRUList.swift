@@ -126,6 +126,18 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (key, entry.value)
     }
 
+    /// Removes least recently used entries until at most `countLimit` entries remain and their costs
+    /// add up to at most `costLimit` (`nil`: no such limit), handing each to `evicted`.
+    @inlinable
+    public mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?, _ evicted: (Key, Value) -> Void) {
+        while let countLimit, count > countLimit, let (key, value) = removeLeastRecentlyUsed() {
+            evicted(key, value)
+        }
+        while let costLimit, totalCost > costLimit, let (key, value) = removeLeastRecentlyUsed() {
+            evicted(key, value)
+        }
+    }
+
     /// Makes the entry for `key` the most recently used and lets `update` change its value (not its
     /// cost); returns `false`, changing nothing, when there is no such entry.
     @inlinable

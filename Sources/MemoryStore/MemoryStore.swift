@@ -225,12 +225,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     @inlinable
     static func evict(_ entries: inout LRUList<Key, Value>, toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
         var evicted = 0
-        while let countLimit, entries.count > countLimit, entries.removeLeastRecentlyUsed() != nil {
-            evicted += 1
-        }
-        while let costLimit, entries.totalCost > costLimit, entries.removeLeastRecentlyUsed() != nil {
-            evicted += 1
-        }
+        entries.evict(toCount: countLimit, toCost: costLimit) { _, _ in evicted += 1 }
         return evicted
     }
 
