@@ -40,7 +40,7 @@ extension FileStore {
                                 cost: fileSize,
                                 expiry: .infinity
                             )
-                            return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+                            return evictToLimits(&state.entries)
                         }
                     }
                 } catch {
@@ -145,9 +145,13 @@ extension FileStore {
             try withAllStripes {
                 state.withLock { $0.entries.removeAll() }
                 journal.discardPending()
-                for entry in try POSIX.list(directory) ?? [] where Self.isShardName(entry.name) {
+                var shards: [String] = []
+                _ = try POSIX.forEachEntry(in: directory) { name, _ in
+                    if Self.isShardName(name) { shards.append(name) }
+                }
+                for shard in shards {
                     let destination = directory + "/.trash" + nextTemporaryName()
-                    try POSIX.rename(directory + "/" + entry.name, destination)
+                    try POSIX.rename(directory + "/" + shard, destination)
                     trash.append(destination)
                 }
                 try journal.rewrite(with: [])

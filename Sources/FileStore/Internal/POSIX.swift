@@ -246,30 +246,6 @@ enum POSIX {
 
     // MARK: - Listing
 
-    /// One entry of a directory.
-    struct DirectoryEntry {
-        var name: String
-        /// `DT_DIR`, `DT_REG`, … or `DT_UNKNOWN` on file systems that do not say.
-        var type: UInt8
-    }
-
-    /// The entries of a directory, without `.` and `..`; `nil` when it does not exist.
-    static func list(_ path: String) throws(Failure) -> [DirectoryEntry]? {
-        guard let directory = opendir(path) else {
-            let failure = fail("opendir", path)
-            if failure.isNotFound { return nil }
-            throw failure
-        }
-        defer { closedir(directory) }
-        var entries: [DirectoryEntry] = []
-        while let entry = readdir(directory) {
-            let name = entryName(entry)
-            if name == "." || name == ".." { continue }
-            entries.append(DirectoryEntry(name: name, type: entry.pointee.d_type))
-        }
-        return entries
-    }
-
     /// What `fstat` says of a name inside an open directory (a link is not followed).
     struct Status {
         var isFile: Bool
