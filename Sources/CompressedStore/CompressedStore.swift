@@ -106,11 +106,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// - Returns: The bytes it holds.
     /// - Throws: `StoreError` with code `corrupted` or `decompressionLimitExceeded`.
     public func decompress(_ frame: Data) throws -> Data {
-        do {
-            return try LZ4.decompress(frame, limit: configuration.decompressionLimit)
-        } catch {
-            throw error.storeError(subject: "The \(frame.count)-byte LZ4 frame")
-        }
+        try LZ4Frame.decompress(frame, limit: configuration.decompressionLimit)
     }
 
     private var settings: LZ4.Settings {
