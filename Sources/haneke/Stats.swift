@@ -12,14 +12,14 @@ struct Stats: ParsableCommand {
 
     func run() throws {
         let folder = try requireStoreFolder(directory)
-        let inspection = try FileStore.inspect(directory: folder)
-        let entries = inspection.entries
+        let now = Date()
         var frames = 0
         var framed = 0
         var unframed = 0
         var content = 0
-        for entry in entries {
-            guard let payload = try? FileStore.payload(forKey: entry.key, inDirectory: folder) else { continue }
+        // One walk: the payloads come with the entries (expired ones are not counted as values).
+        let inspection = try FileStore.inspect(directory: folder, validatingPayloads: { entry, payload in
+            guard (entry.expires ?? .distantFuture) > now else { return nil }
             if let size = LZ4Frame.recordedContentSize(of: payload) {
                 frames += 1
                 framed += payload.count
@@ -27,8 +27,9 @@ struct Stats: ParsableCommand {
             } else {
                 unframed += payload.count
             }
-        }
-        let now = Date()
+            return nil
+        })
+        let entries = inspection.entries
         let rows: [[String]] = [
             ["entries", "\(entries.count)"],
             ["on disk (files)", ByteSize.format(entries.reduce(0) { $0 + $1.storedSize })],

@@ -80,9 +80,7 @@ func printTable(_ header: [String], _ rows: [[String]], rightAligned: Set<Int> =
 extension Date {
     /// ISO 8601 in UTC, to the second.
     var iso8601: String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: self)
+        formatted(.iso8601)
     }
 }
 
