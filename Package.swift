@@ -89,7 +89,8 @@ let package = Package(
 
         .executableTarget(
             name: "haneke",
-            dependencies: ["Haneke", "LoopbackHTTPServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            // HanekeTesting for SeededRandomNumberGenerator: the demo's documents are the same on every run.
+            dependencies: ["Haneke", "HanekeTesting", "LoopbackHTTPServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         // MARK: - Test support

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Haneke
+import HanekeTesting
 import LoopbackHTTPServer
 
 struct Demo: AsyncParsableCommand {
@@ -125,7 +126,7 @@ struct Demo: AsyncParsableCommand {
 /// The demo's documents: JSON like an API's, a few KiB each, the same for the same number.
 enum DemoCorpus {
     static func document(_ number: Int) -> Data {
-        var random = SeededGenerator(seed: UInt64(number))
+        var random = SeededRandomNumberGenerator(seed: UInt64(number))
         let cities = ["Lisbon", "Oslo", "Quito", "Hanoi", "Perth", "Dakar", "Lima", "Riga"]
         let tags = ["swift", "cache", "linux", "lz4", "disk", "memory", "redis", "nio"]
         let items = (0..<(8 + number % 12)).map { item -> String in
@@ -134,18 +135,5 @@ enum DemoCorpus {
             return #"{"id":\#(number * 100 + item),"name":"item \#(item) of document \#(number)","city":"\#(city)","tags":[\#(chosen)],"score":\#(random.next() % 10_000),"active":\#(random.next() % 2 == 0)}"#
         }
         return Data(#"{"document":\#(number),"title":"Document \#(number)","items":[\#(items.joined(separator: ","))]}"#.utf8)
-    }
-
-    /// SplitMix64, so documents are reproducible.
-    struct SeededGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }
