@@ -20,14 +20,7 @@ struct KeyDigest: Hashable, Sendable {
         var md5 = Insecure.MD5()
         var key = key
         key.withUTF8 { md5.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        let digest = md5.finalize()
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        digest.withUnsafeBytes { bytes in
-            for i in 0..<8 { high = high << 8 | UInt64(bytes[i]) }
-            for i in 8..<16 { low = low << 8 | UInt64(bytes[i]) }
-        }
-        self.init(high: high, low: low)
+        self = md5.finalize().withUnsafeBytes { KeyDigest(bytes: $0) }
     }
 
     /// Parses 32 upper-case hexadecimal digits; `nil` for anything else (lower case included, so
@@ -81,7 +74,7 @@ struct KeyDigest: Hashable, Sendable {
     /// The shard folder: the first two hexadecimal digits.
     var shard: String {
         String(unsafeUninitializedCapacity: 2) { buffer in
-            let byte = UInt8(truncatingIfNeeded: high >> 56)
+            let byte = firstByte
             buffer[0] = Self.digits[Int(byte >> 4)]
             buffer[1] = Self.digits[Int(byte & 0x0F)]
             return 2
