@@ -92,10 +92,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     private func install(_ stack: FormatStack<Value>) {
         var stack = stack
         stack.startPreloading(writes: writes, logger: logger)
-        let replaced = formats.withLock { formats in
-            defer { formats[stack.format.name] = stack }
-            return formats[stack.format.name]
-        }
+        let replaced = formats.withLock { $0.updateValue(stack, forKey: stack.format.name) }
         replaced?.preload?.cancel()
     }
 
