@@ -45,8 +45,7 @@ extension FileStore {
             }
             return evictToLimits(&state.entries)
         }
-        removeEvicted(victims)
-        journal.discardPending()
+        removeEvicted(victims, journaling: false)
         do {
             try journal.rewrite(with: currentRecencyRecords())
         } catch {

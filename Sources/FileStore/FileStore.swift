@@ -386,7 +386,9 @@ public final class FileStore: Store {
     /// evicted (it is then back in the index, and its file must stay), or the file at the path is no
     /// longer the one this store knew (another process has written it since). Must not be called
     /// with a stripe lock held.
-    func removeEvicted(_ victims: [Victim]) {
+    /// - Parameter journaling: Whether to journal the removals; opening does not, since it rewrites
+    ///   the journal from the index afterwards.
+    func removeEvicted(_ victims: [Victim], journaling: Bool = true) {
         guard !victims.isEmpty else { return }
         let time = now()
         for victim in victims {
@@ -404,7 +406,7 @@ public final class FileStore: Store {
                     return false
                 }
             }
-            if removed { journalRecord(.init(kind: .removal, digest: victim.digest, time: time)) }
+            if removed, journaling { journalRecord(.init(kind: .removal, digest: victim.digest, time: time)) }
         }
         counter.recordEvictions(victims.count)
     }
