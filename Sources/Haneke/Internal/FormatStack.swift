@@ -28,11 +28,9 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             costLimit: format.memoryCostLimit,
             name: "memory"
         )
-        guard format.diskCapacity > 0, let cacheDirectory else {
-            var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
-            stack.memory = memory
-            return stack
-        }
+        var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
+        stack.memory = memory
+        guard format.diskCapacity > 0, let cacheDirectory else { return stack }
         let folder = cacheDirectory + "/" + CacheDirectory.pathComponent(format.name)
         let disk: FileStore
         do {
@@ -43,19 +41,19 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             )
         } catch {
             logger.error("The cache folder cannot be used; this format keeps values in memory only", metadata: ["folder": "\(folder)", "error": "\(error)"])
-            var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
-            stack.memory = memory
             return stack
         }
-        var stack: FormatStack
+        // Generic, so each chain keeps its concrete type until it is erased.
+        func chainMemory(over lower: some Store<String, Value>) -> AnyStore<String, Value> {
+            memory.chained(to: lower, logger: logger).eraseToAnyStore()
+        }
         if format.compressesOnDisk {
             let compressed = disk.compressed()
-            stack = FormatStack(format: format, store: memory.chained(to: compressed.coded(as: Value.self), logger: logger).eraseToAnyStore())
+            stack.store = chainMemory(over: compressed.coded(as: Value.self))
             stack.compressed = compressed
         } else {
-            stack = FormatStack(format: format, store: memory.chained(to: disk.coded(as: Value.self), logger: logger).eraseToAnyStore())
+            stack.store = chainMemory(over: disk.coded(as: Value.self))
         }
-        stack.memory = memory
         stack.disk = disk
         return stack
     }
