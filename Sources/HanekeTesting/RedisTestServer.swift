@@ -51,11 +51,9 @@ public final class RedisTestServer: Sendable {
         for _ in 0..<5 {
             let candidate = try Self.freePort()
             do {
-                let pid = try Self.spawn(executable, port: candidate, directory: directory.path, arguments: arguments)
-                try await Self.waitUntilReady(port: candidate, pid: pid, log: directory.appending("redis.log"))
+                let pid = try await Self.launch(executable, port: candidate, directory: directory, arguments: arguments)
                 port = candidate
                 processID.withLock { $0 = pid }
-                Self.register(pid)
                 return
             } catch {
                 lastError = error
@@ -69,10 +67,8 @@ public final class RedisTestServer: Sendable {
     /// - Throws: ``RedisTestServer/Failure`` when it does not start.
     public func start() async throws {
         guard !isRunning else { return }
-        let pid = try Self.spawn(executable, port: port, directory: directory.path, arguments: arguments)
-        try await Self.waitUntilReady(port: port, pid: pid, log: directory.appending("redis.log"))
+        let pid = try await Self.launch(executable, port: port, directory: directory, arguments: arguments)
         processID.withLock { $0 = pid }
-        Self.register(pid)
     }
 
     /// Stops the server with `SIGTERM` and waits for it to exit. Does nothing if it is not running.
@@ -167,6 +163,14 @@ public final class RedisTestServer: Sendable {
         return address
     }
 
+    /// Spawns a server on `port`, waits until it answers, and registers it to be killed at exit.
+    private static func launch(_ executable: String, port: Int, directory: TemporaryDirectory, arguments: [String]) async throws -> pid_t {
+        let pid = try spawn(executable, port: port, directory: directory.path, arguments: arguments)
+        try await waitUntilReady(port: port, pid: pid, log: directory.appending("redis.log"))
+        register(pid)
+        return pid
+    }
+
     private static func spawn(_ executable: String, port: Int, directory: String, arguments: [String]) throws -> pid_t {
         let argv = [
             executable, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -206,7 +210,7 @@ public final class RedisTestServer: Sendable {
     }
 
     /// Polls until the server answers `PING` with `+PONG`, failing at once if it exits and after
-    /// 10 seconds otherwise.
+    /// 10 seconds otherwise; a server that did not answer (or a wait that was cancelled) is killed.
     private static func waitUntilReady(port: Int, pid: pid_t, log: String) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
@@ -216,12 +220,22 @@ public final class RedisTestServer: Sendable {
                 throw Failure(message: "redis-server exited at start on port \(port):\n" + text.split(separator: "\n").suffix(10).joined(separator: "\n"))
             }
             if ping(port: port) { return }
-            try await Task.sleep(for: .milliseconds(5))
+            do {
+                try await Task.sleep(for: .milliseconds(5))
+            } catch {
+                killUnready(pid)
+                throw error
+            }
         }
+        killUnready(pid)
+        throw Failure(message: "redis-server on port \(port) did not answer PING within 10 seconds")
+    }
+
+    /// Kills a server that never became ready, and reaps it.
+    private static func killUnready(_ pid: pid_t) {
         signalProcess(pid, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
-        throw Failure(message: "redis-server on port \(port) did not answer PING within 10 seconds")
     }
 
     /// Whether a server on `port` answers `PING` (a blocking exchange on loopback, at most 1 s).
