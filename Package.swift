@@ -32,10 +32,13 @@ let package = Package(
         // MARK: - Backends
 
         .target(name: "MemoryStore", dependencies: ["HanekeProtocols"]),
+        // System calls Swift cannot reach directly (`openat2` through `syscall`): a header only.
+        .systemLibrary(name: "CFileStoreShims"),
         .target(
             name: "FileStore",
             dependencies: [
                 "HanekeProtocols",
+                "CFileStoreShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -90,7 +93,11 @@ let package = Package(
         .executableTarget(
             name: "haneke",
             // HanekeTesting for SeededRandomNumberGenerator: the demo's documents are the same on every run.
-            dependencies: ["Haneke", "HanekeTesting", "LoopbackHTTPServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Haneke", "HanekeTesting", "LoopbackHTTPServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // MARK: - Test support

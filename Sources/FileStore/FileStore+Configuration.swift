@@ -3,11 +3,14 @@ public import HanekeProtocols
 extension FileStore {
     /// The limits and policies of a `FileStore`.
     public struct Configuration: Sendable {
-        /// The most bytes the store's files may take (headers included); the least recently used
-        /// entries are evicted to stay within it, and a single value larger than this is refused with
-        /// `valueTooLarge`. `100 MiB` by default; `nil` for no limit.
+        /// The most bytes the store's files may take on disk — allocated blocks, what `du` counts,
+        /// the store's marker and journal included (a 100-byte value takes a whole block, 4 KiB on
+        /// most file systems). The least recently used entries are evicted to stay within it, and a
+        /// single value that would take more is refused with `valueTooLarge`. `100 MiB` by default;
+        /// `nil` for no limit.
         public var capacity: Int?
-        /// The most entries kept. `nil` (no limit) by default.
+        /// The most entries kept: one file (one inode) each. `1,000,000` by default, which also
+        /// bounds the index's memory (about 150 bytes an entry); `nil` for no limit.
         public var countLimit: Int?
         /// How long an entry stays valid after it is written; expired entries are misses and are
         /// deleted when read. `nil` (forever) by default.
@@ -19,26 +22,42 @@ extension FileStore {
         /// on these machines `fsync` makes a 4 KiB write about 50–100× slower (1.4–4 ms instead of
         /// about 30 µs). Without it, a crash of the process still never leaves a partial value.
         public var durableWrites: Bool
+        /// Who may read and write the store's files. `.owner` by default: folders `0700`, files
+        /// `0600`.
+        public var access: Access
+        /// The longest a read or a write waits before its recency record reaches the journal on
+        /// disk, so that a process killed without warning keeps the order of all but its last
+        /// moments. `1 second` by default. Records are written in batches, never one system call
+        /// per read; `exit()` and releasing the store write them at once.
+        public var recencyFlushInterval: Duration
 
         /// Creates a configuration.
         /// - Parameters:
-        ///   - capacity: The most bytes the files may take; `100 MiB` by default, `nil` for no limit.
-        ///   - countLimit: The most entries kept; `nil` for no limit.
+        ///   - capacity: The most bytes the files may take on disk; `100 MiB` by default, `nil` for
+        ///     no limit.
+        ///   - countLimit: The most entries kept; `1,000,000` by default, `nil` for no limit.
         ///   - timeToLive: How long an entry stays valid; `nil` for forever.
         ///   - clock: The clock that stamps creation and expiry times.
         ///   - durableWrites: Whether each write is flushed to the disk before it returns.
+        ///   - access: Who may read and write the files; `.owner` by default.
+        ///   - recencyFlushInterval: The longest a recency record waits for the journal; `1 second`
+        ///     by default.
         public init(
             capacity: Int? = 100 << 20,
-            countLimit: Int? = nil,
+            countLimit: Int? = 1_000_000,
             timeToLive: Duration? = nil,
             clock: any StoreClock = SystemClock(),
-            durableWrites: Bool = false
+            durableWrites: Bool = false,
+            access: Access = .owner,
+            recencyFlushInterval: Duration = .seconds(1)
         ) {
             self.capacity = capacity
             self.countLimit = countLimit
             self.timeToLive = timeToLive
             self.clock = clock
             self.durableWrites = durableWrites
+            self.access = access
+            self.recencyFlushInterval = recencyFlushInterval
         }
     }
 }

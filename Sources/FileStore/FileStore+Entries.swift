@@ -10,8 +10,11 @@ extension FileStore {
         public var path: String
         /// The size of the value, in bytes.
         public var payloadSize: Int
-        /// The size of the file, header included.
+        /// The size of the file (its length), header included: the bytes "in files".
         public var storedSize: Int
+        /// The bytes the file takes on disk (allocated blocks, what `du` counts): what the capacity
+        /// counts.
+        public var allocatedSize: Int
         /// When the value was written.
         public var created: Date
         /// When the value expires, or `nil` for never.
@@ -30,20 +33,27 @@ extension FileStore {
 
     func entries(where include: (KeyDigest) -> Bool) -> [Entry] {
         let indexed = state.withLock { state in
-            state.entries.keysByRecency.filter(include).map { ($0, state.entries.peekValue(forKey: $0)?.lastAccess) }
+            state.entries.keysByRecency.filter(include).compactMap { digest in
+                state.entries.peekValue(forKey: digest).map { (digest, $0) }
+            }
         }
-        return indexed.compactMap { digest, lastAccess in
-            let path = path(for: digest)
-            guard let (header, key) = try? readHeader(atPath: path) else { return nil }
-            return Entry(
-                key: key,
-                path: path,
-                payloadSize: header.payloadLength,
-                storedSize: header.fileLength,
-                created: Self.date(header.created),
-                expires: header.expires.map(Self.date),
-                lastAccess: lastAccess.map(Self.date)
-            )
+        return indexed.compactMap { digest, record in
+            let outcome = try? readEntry(digest, extent: .header, knownSize: nil) { header, reader in
+                reader.key(header: header).map { key in
+                    Entry(
+                        key: key,
+                        path: path(for: digest),
+                        payloadSize: header.payloadLength,
+                        storedSize: header.fileLength,
+                        allocatedSize: record.allocated,
+                        created: Self.date(header.created),
+                        expires: header.expires.map(Self.date),
+                        lastAccess: Self.date(record.lastAccess)
+                    )
+                }
+            }
+            guard case .entry(let entry?)? = outcome else { return nil }
+            return entry
         }
     }
 

@@ -6,10 +6,10 @@ import Glibc
 #endif
 
 extension FileStore {
-    /// For the fuzzer (`Fuzz/`): reads `bytes` as the file of `key` through the same code as
-    /// `value(forKey:)` — header checks, key comparison, size checks, payload hand-off — and says what
-    /// it found. The bytes go to an unlinked scratch file (in `/dev/shm`, in memory, when there is
-    /// one). Not for applications.
+    /// For the fuzzer (`Fuzz/`): reads `bytes` as the file of `key` through the one entry-file
+    /// reader that `value(forKey:)` uses — header checks, size checks, key comparison, payload
+    /// hand-off — and says what it found. The bytes go to an unlinked scratch file (in `/dev/shm`,
+    /// in memory, when there is one). Not for applications.
     /// - Parameters:
     ///   - bytes: The contents of an entry file.
     ///   - key: The key the read asks for.
@@ -21,17 +21,19 @@ extension FileStore {
         let path = folder + "/haneke-fuzz-\(POSIX.processID)-\(UInt64.random(in: 0...UInt64.max))"
         let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return "error: no scratch file" }
-        _ = try? POSIX.unlink(path)
+        unlink(path)
         defer { POSIX.close(descriptor) }
         let written = bytes.withUnsafeBytes { buffer -> Bool in
             (try? POSIX.writeAll(descriptor, buffer, UnsafeRawBufferPointer(start: nil, count: 0), path: path)) != nil
         }
         guard written else { return "error: write failed" }
         do {
-            switch try readEntry(descriptor, path: path, sizeHint: sizeHint ? bytes.count : nil, key: key) {
-            case .value(let data, _, _): return "value \(data.count)"
-            case .otherKey: return "other key"
-            case .damaged(let reason): return "damaged: \(reason)"
+            let outcome = try EntryFile.read(descriptor, path: path, knownSize: sizeHint ? bytes.count : nil, extent: .whole, sizeLimit: configuration.capacity) { header, reader in
+                reader.hasKey(key, header: header) ? "value \(reader.takePayload(header: header).count)" : "other key"
+            }
+            switch outcome {
+            case .entry(let description): return description
+            case .damaged(let damage): return "damaged: \(damage)"
             }
         } catch {
             return "error: \(error)"

@@ -3,10 +3,11 @@ import Foundation
 import Logging
 
 extension FileStore {
-    /// A file found when the store opened its directory.
+    /// An entry file found when the store opened its folder.
     struct FoundFile {
         var digest: KeyDigest
         var size: Int
+        var allocated: Int
         var modified: Int64
         var identity: FileIdentity
     }
@@ -15,41 +16,79 @@ extension FileStore {
     /// the total size, and a file this large is over any capacity anyway.
     static let largestIndexedSize = 1 << 48
 
-    /// Indexes the directory: lists every shard folder and `stat`s every entry file, replays the
-    /// recency journal, orders the files by it (files the journal does not know — written by another
-    /// process, or after the last flush before a crash — by their modification time), evicts what
-    /// exceeds the limits, and rewrites the journal. Temporary files of crashed writers and folders
-    /// left by an interrupted `removeAll` are deleted.
-    func openDirectory() throws {
+    /// A temporary file is abandoned when its writer is no longer running, or when it is over an
+    /// hour old (its process id may have been reused).
+    static func isAbandoned(writer: Int32, status: FileStatus, now: Int64) -> Bool {
+        (writer != POSIX.processID && !POSIX.processExists(writer)) || status.modified < now - 3_600_000
+    }
+
+    /// Indexes the folder: walks it (one `fstatat` per file), replays the recency journal, orders
+    /// the files by it (files the journal does not know — written by another process, or after the
+    /// last flush before a crash — by their modification time), evicts what exceeds the limits, and
+    /// rewrites the journal. Temporary files of crashed writers are deleted; nothing else is.
+    func indexFolder() throws {
+        var found: [FoundFile] = []
+        var foreign = 0
+        // File times are the system's, whatever clock the store was given.
+        let now = Self.milliseconds(Date())
         do {
-            try POSIX.makeDirectories(directory)
+            try folder.walk { item, directory in
+                switch item {
+                case .entry(let digest, let status):
+                    found.append(FoundFile(
+                        digest: digest,
+                        size: min(status.size, Self.largestIndexedSize),
+                        allocated: min(status.allocated, Self.largestIndexedSize),
+                        modified: status.modified,
+                        identity: status.identity
+                    ))
+                case .temporary(let location, let writer, let status) where Self.isAbandoned(writer: writer, status: status, now: now):
+                    location.name.withCString { name in
+                        // Only if it is still the file examined.
+                        if POSIX.status(of: name, in: directory)?.identity == status.identity { _ = unlinkat(directory, name, 0) }
+                    }
+                case .misplaced, .foreign:
+                    foreign += 1
+                default:
+                    break
+                }
+            }
         } catch {
-            throw StoreError(.io, "Could not create the FileStore directory \(directory): \(error)", cause: error)
+            throw Self.ioError("Could not index the FileStore directory \(directory)", error)
         }
-        let found: [FoundFile]
-        do {
-            found = try scanDirectory()
-        } catch {
-            throw StoreError(.io, "Could not index the FileStore directory \(directory): \(error)", cause: error)
+        if foreign > 0 {
+            logger.warning(
+                "The store's folder holds things that are not its own; they are left alone (haneke verify lists them)",
+                metadata: ["directory": "\(directory)", "count": "\(foreign)"]
+            )
         }
-        let records = RecencyJournal.readRecords(directory: directory)
+        let records = RecencyJournal.readRecords(in: folder)
         let usedInLastSession = Self.usedSinceLastSessionRecord(records)
         lastSession.withLock { $0 = usedInLastSession }
         let ordered = Self.recencyOrder(of: found, journal: records)
-        let victims = state.withLock { state in
+        state.withLock { state in
             for (file, lastAccess) in ordered {
                 state.entries.setValue(
-                    EntryRecord(size: file.size, lastAccess: lastAccess, identity: file.identity),
-                    forKey: file.digest, cost: file.size, expiry: .infinity
+                    EntryRecord(fileSize: file.size, allocated: file.allocated, lastAccess: lastAccess, identity: file.identity),
+                    forKey: file.digest, cost: file.allocated, expiry: .infinity
                 )
             }
-            return evictToLimits(&state.entries)
         }
-        removeEvicted(victims, journaling: false)
         do {
             try journal.rewrite(with: currentRecencyRecords())
         } catch {
             logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
+        }
+        updateMetadataSize()
+        let victims = state.withLock { evictToLimits(&$0) }
+        if !victims.isEmpty {
+            removeEvicted(victims, journaling: false)
+            do {
+                try journal.rewrite(with: currentRecencyRecords())
+            } catch {
+                logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            }
+            updateMetadataSize()
         }
     }
 
@@ -62,7 +101,6 @@ extension FileStore {
             switch record.kind {
             case .access: used.insert(record.digest)
             case .removal: used.remove(record.digest)
-            case .clear: used.removeAll()
             case .session: break
             }
         }
@@ -77,7 +115,6 @@ extension FileStore {
             switch record.kind {
             case .access: replay.setValue(record.time, forKey: record.digest, cost: 0, expiry: .infinity)
             case .removal: replay.removeValue(forKey: record.digest)
-            case .clear: replay.removeAll()
             case .session: break
             }
         }
@@ -105,65 +142,5 @@ extension FileStore {
             }
         }
         return merged
-    }
-
-    /// Lists the entry files of every shard folder and cleans up what crashed writers left.
-    private func scanDirectory() throws -> [FoundFile] {
-        var found: [FoundFile] = []
-        var shards: [String] = []
-        var leftovers: [String] = []
-        let selfID = POSIX.processID
-        // File times are the system's, whatever clock the store was given.
-        let staleAfter = Self.milliseconds(Date()) - 3_600_000
-        _ = try POSIX.forEachEntry(in: directory) { name, folder in
-            if Self.isShardName(name) {
-                // A shard folder must be a real folder: a link could lead reads and writes elsewhere.
-                if let status = POSIX.statusOf(name, inDirectory: folder), status.isDirectory {
-                    shards.append(name)
-                } else {
-                    logger.warning("Ignoring a shard that is not a folder", metadata: ["path": "\(directory)/\(name)"])
-                }
-            } else if name.hasPrefix(".trash") {
-                leftovers.append(directory + "/" + name)
-            } else if name.hasPrefix(RecencyJournal.fileName + ".tmp."),
-                      let pid = Int32(name.dropFirst(RecencyJournal.fileName.count + 5)),
-                      pid != selfID, !POSIX.processExists(pid) {
-                leftovers.append(directory + "/" + name)
-            }
-        }
-        for folder in leftovers {
-            do {
-                try POSIX.removeTree(folder)
-            } catch {
-                logger.warning("Could not remove a leftover", metadata: ["path": "\(folder)", "error": "\(error)"])
-            }
-        }
-        for shard in shards {
-            _ = try POSIX.forEachEntry(in: directory + "/" + shard) { name, folder in
-                if name.utf8.count == 32, name.hasPrefix(shard), let digest = KeyDigest(hex: name) {
-                    if let status = POSIX.statusOf(name, inDirectory: folder), status.isFile {
-                        found.append(FoundFile(
-                            digest: digest,
-                            size: min(status.size, Self.largestIndexedSize),
-                            modified: status.modified,
-                            identity: status.identity
-                        ))
-                    }
-                } else if name.hasPrefix(".tmp."), Self.isAbandonedTemporary(name, inDirectory: folder, selfID: selfID, staleAfter: staleAfter) {
-                    POSIX.unlink(name, inDirectory: folder)
-                }
-            }
-        }
-        return found
-    }
-
-    /// A temporary file `.tmp.<pid>.<n>` is abandoned when its writer is no longer running, or
-    /// when it is over an hour old (its process id may have been reused).
-    private static func isAbandonedTemporary(_ name: String, inDirectory folder: Int32, selfID: Int32, staleAfter: Int64) -> Bool {
-        let parts = name.split(separator: ".")
-        guard parts.count >= 2, let pid = Int32(parts[1]) else { return true }
-        if pid != selfID, !POSIX.processExists(pid) { return true }
-        guard let status = POSIX.statusOf(name, inDirectory: folder) else { return false }
-        return status.modified < staleAfter
     }
 }

@@ -2,6 +2,10 @@ import Foundation
 @_spi(HanekeInternals) import HanekeProtocols
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension FileStore {
     func writeValue(_ value: Data, forKey key: String) throws {
         let keyLength = key.utf8.count
@@ -10,61 +14,67 @@ extension FileStore {
             throw StoreError(.invalidKey, "A key of \(keyLength) bytes is longer than the FileStore limit of \(EntryHeader.maximumKeyLength) bytes")
         }
         let fileSize = EntryHeader.fixedSize + keyLength + value.count
-        if let capacity = configuration.capacity, fileSize > capacity {
-            counter.recordError()
-            throw StoreError(
-                .valueTooLarge,
-                "The value for key \(Logger.describe(key)) needs \(fileSize) bytes on disk, more than the whole capacity of \(capacity) bytes of \(directory)"
-            )
+        if let capacity = configuration.capacity {
+            // What the file will take on disk: whole blocks.
+            let needed = (fileSize + blockSize - 1) / blockSize * blockSize
+            let metadata = state.withLock { $0.metadataSize }
+            if needed > capacity - metadata {
+                counter.recordError()
+                throw StoreError(
+                    .valueTooLarge,
+                    "The value for key \(Logger.describe(key)) needs \(needed) bytes on disk, more than the \(max(0, capacity - metadata)) bytes the capacity of \(directory) leaves for entries (\(capacity) bytes, of which the store's marker and journal take \(metadata))"
+                )
+            }
         }
         let digest = KeyDigest(key: key)
         let created = now()
         let expires = configuration.timeToLive.map { Self.expiry(after: $0, from: created) }
         let header = EntryHeader.encode(key: key, created: created, expires: expires, payloadLength: value.count)
-        let shard = shardPath(for: digest)
-        let destination = path(for: digest)
+        let name = digest.hex
 
         var victims: [Victim] = []
         var attempt = 0
         while true {
-            let temporary = shard + "/" + nextTemporaryName()
             do {
-                let identity = try writeTemporaryFile(temporary, inShard: shard, header: header, value: value)
-                do {
-                    victims = try stripe(for: digest).withLock { _ throws(POSIX.Failure) in
-                        try POSIX.rename(temporary, destination)
-                        return state.withLock { state in
-                            state.entries.setValue(
-                                EntryRecord(size: fileSize, lastAccess: created, identity: identity),
-                                forKey: digest,
-                                cost: fileSize,
-                                expiry: .infinity
-                            )
-                            return evictToLimits(&state.entries)
+                victims = try folder.withShard(digest.shard, create: true) { shard -> [Victim] in
+                    let temporary = StoreNames.temporary()
+                    let status = try writeTemporaryFile(temporary, in: shard, header: header, value: value, path: folder.path(of: digest.shard + "/" + temporary))
+                    do {
+                        return try stripe(for: digest).withLock { _ throws(POSIX.Failure) in
+                            try POSIX.rename(temporary, to: name, in: shard, path: path(for: digest))
+                            return state.withLock { state in
+                                state.entries.setValue(
+                                    EntryRecord(fileSize: fileSize, allocated: status.allocated, lastAccess: created, identity: status.identity),
+                                    forKey: digest,
+                                    cost: status.allocated,
+                                    expiry: .infinity
+                                )
+                                return evictToLimits(&state)
+                            }
                         }
+                    } catch {
+                        _ = try? POSIX.unlink(temporary, in: shard, path: "")
+                        throw error
                     }
-                } catch {
-                    _ = try? POSIX.unlink(temporary)
-                    throw error
-                }
+                } ?? []
                 break
             } catch {
-                // The shard folder vanished (removeAll, or deleted by hand) between creating the
-                // temporary file and renaming it: write again into a new folder, once.
-                if (error as? POSIX.Failure)?.isNotFound == true, attempt == 0 {
+                // The shard folder vanished (deleted by hand) between creating the temporary file
+                // and renaming it: write again into a new folder, once.
+                if let failure = error as? POSIX.Failure, failure.code == ENOENT, attempt == 0 {
                     attempt += 1
                     continue
                 }
                 counter.recordError()
-                throw StoreError(.io, "Could not write the value for key \(Logger.describe(key)) to \(destination): \(error)", cause: error)
+                throw writeError(error, key: key, digest: digest)
             }
         }
         if configuration.durableWrites {
             do {
-                try POSIX.synchronizeDirectory(shard)
+                try synchronizeShard(digest.shard)
             } catch {
                 counter.recordError()
-                throw StoreError(.io, "Could not flush \(shard) to disk after writing key \(Logger.describe(key)): \(error)", cause: error)
+                throw Self.ioError("Could not flush the folder of \(path(for: digest)) to disk after writing key \(Logger.describe(key))", error)
             }
         }
         counter.recordWrite()
@@ -72,28 +82,47 @@ extension FileStore {
         removeEvicted(victims)
     }
 
-    /// Writes header and payload into a new temporary file (creating the shard folder and the store's
-    /// directory if they are missing) and returns the file's identity. A file it could not finish is
-    /// removed; a name it could not create is left alone (it may be another writer's).
-    private func writeTemporaryFile(_ path: String, inShard shard: String, header: [UInt8], value: Data) throws(POSIX.Failure) -> FileIdentity {
-        let descriptor = try createTemporaryFile(path, inShard: shard)
+    private func writeError(_ error: any Error, key: String, digest: KeyDigest) -> StoreError {
+        if let failure = error as? POSIX.Failure, failure.code == ENOTDIR {
+            return StoreError(
+                .io,
+                "Could not write the value for key \(Logger.describe(key)) to \(path(for: digest)): \(folder.path(of: digest.shard)), where its shard folder should be, is not a folder (a store never follows a link, nor removes what it did not make)",
+                cause: failure,
+                posixCode: failure.posixCode
+            )
+        }
+        return Self.ioError("Could not write the value for key \(Logger.describe(key)) to \(path(for: digest))", error)
+    }
+
+    /// Writes header and payload into a new temporary file in the shard folder and returns the
+    /// file's status (identity and blocks). A file it could not finish is removed; a name it could
+    /// not create is left alone (it may be another writer's).
+    private func writeTemporaryFile(_ name: String, in shard: Int32, header: [UInt8], value: Data, path: @autoclosure () -> String) throws(POSIX.Failure) -> FileStatus {
+        let descriptor = try folder.createFile(name, in: shard, path: path())
         do {
             try Self.withBytes(of: header) { (headerBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
                 try Self.withBytes(of: value) { (valueBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
-                    try POSIX.writeAll(descriptor, headerBytes, valueBytes, path: path)
+                    try POSIX.writeAll(descriptor, headerBytes, valueBytes, path: path())
                 }
             }
             if configuration.durableWrites {
-                try POSIX.synchronize(descriptor, path: path)
+                try POSIX.synchronize(descriptor, path: path())
             }
-            let identity = try POSIX.identity(of: descriptor, path: path)
+            let status = try POSIX.status(of: descriptor, path: path())
             POSIX.close(descriptor)
-            return identity
+            return status
         } catch {
             POSIX.close(descriptor)
-            _ = try? POSIX.unlink(path)
+            _ = try? POSIX.unlink(name, in: shard, path: path())
             throw error
         }
+    }
+
+    /// `fsync` of a shard folder, so that a rename into it is on the disk.
+    private func synchronizeShard(_ shard: String) throws {
+        guard let descriptor = try POSIX.openFolder(shard, in: folder.descriptor, forListing: true, path: folder.path(of: shard)) else { return }
+        defer { POSIX.close(descriptor) }
+        try POSIX.synchronize(descriptor, path: folder.path(of: shard))
     }
 
     /// `withUnsafeBytes` with a typed error.
@@ -113,62 +142,92 @@ extension FileStore {
         return expiry == 0 ? 1 : expiry
     }
 
-    private func createTemporaryFile(_ path: String, inShard shard: String) throws(POSIX.Failure) -> Int32 {
-        do {
-            return try POSIX.createExclusively(path)
-        } catch {
-            guard error.isNotFound else { throw error }
-        }
-        try POSIX.makeDirectories(shard)
-        return try POSIX.createExclusively(path)
-    }
-
     func deleteValue(forKey key: String) throws {
         let digest = KeyDigest(key: key)
-        let path = path(for: digest)
         do {
             try stripe(for: digest).withLock { _ throws in
-                try POSIX.unlink(path)
+                _ = try removeFile(of: digest, ifStill: nil)
                 _ = state.withLock { $0.entries.removeValue(forKey: digest) }
             }
         } catch {
             counter.recordError()
-            throw StoreError(.io, "Could not remove \(path) for key \(Logger.describe(key)): \(error)", cause: error)
+            throw writeError(error, key: key, digest: digest)
         }
         counter.recordRemoval()
         journalRecord(.init(kind: .removal, digest: digest, time: now()))
     }
 
+    /// Removes every entry file, shard by shard, each under its stripe lock (so no write to that
+    /// shard's keys interleaves with its removal), and empty shard folders. Only entry files and
+    /// abandoned temporary files are deleted: anything else stays where it is (and keeps its shard
+    /// folder). Writes to shards already emptied are kept.
     func deleteAll() throws {
-        var trash: [String] = []
-        do {
-            try withAllStripes {
-                state.withLock { $0.entries.removeAll() }
-                journal.discardPending()
-                var shards: [String] = []
-                _ = try POSIX.forEachEntry(in: directory) { name, _ in
-                    if Self.isShardName(name) { shards.append(name) }
-                }
-                for shard in shards {
-                    let destination = directory + "/.trash" + nextTemporaryName()
-                    try POSIX.rename(directory + "/" + shard, destination)
-                    trash.append(destination)
-                }
-                try journal.rewrite(with: [])
-            }
-            for folder in trash {
-                try POSIX.removeTree(folder)
-            }
-            try POSIX.makeDirectories(directory)
-        } catch {
-            counter.recordError()
-            throw StoreError(.io, "Could not remove every entry of \(directory): \(error)", cause: error)
+        journal.discardPending()
+        // What the index holds, by shard: entries whose files are already gone are forgotten too.
+        var indexed = [[KeyDigest]](repeating: [], count: 256)
+        state.withLock { state in
+            for digest in state.entries.keysByRecency { indexed[Int(digest.firstByte)].append(digest) }
         }
-    }
-
-    /// Whether `name` is a shard folder's: two upper-case hexadecimal digits.
-    static func isShardName(_ name: String) -> Bool {
-        let utf8 = name.utf8
-        return utf8.count == 2 && utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
+        var shards = Set(indexed.indices.filter { !indexed[$0].isEmpty }.map(UInt8.init))
+        var failures: [any Error] = []
+        let now = Self.milliseconds(Date())
+        do {
+            let root = folder.descriptor
+            try POSIX.forEachName(in: root, path: directory) { name in
+                // Only real folders: a link or a file at a shard's name is not the store's.
+                if let shard = StoreNames.shard(name),
+                   POSIX.status(of: UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self), in: root)?.isFolder == true {
+                    shards.insert(shard)
+                }
+            }
+        } catch {
+            failures.append(error)
+        }
+        for shard in shards.sorted() {
+            let shardName = StoreNames.shardName(shard)
+            stripe(forShard: shard).withLock { _ in
+                state.withLock { state in
+                    for digest in indexed[Int(shard)] { state.entries.removeValue(forKey: digest) }
+                }
+                do {
+                    guard POSIX.status(of: shardName, in: folder.descriptor)?.isFolder == true else { return }
+                    try folder.withShard(shardName, create: false) { descriptor in
+                        var names: [(FileName, KeyDigest?)] = []
+                        try POSIX.forEachName(in: descriptor, path: folder.path(of: shardName)) { name in
+                            switch StoreNames.classifyInShard(name, shard: shard) {
+                            case .entry(let digest): names.append((FileName(name), digest))
+                            case .temporary(let writer):
+                                let status = POSIX.status(of: UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self), in: descriptor)
+                                if let status, status.isFile, Self.isAbandoned(writer: writer, status: status, now: now) {
+                                    names.append((FileName(name), nil))
+                                }
+                            default: break
+                            }
+                        }
+                        for (name, digest) in names {
+                            try name.withCString { entry throws in
+                                // Only files: a folder or a FIFO at an entry's name is not the store's to remove.
+                                guard POSIX.status(of: entry, in: descriptor)?.kind != .folder else { return }
+                                try POSIX.unlink(entry, in: descriptor, path: folder.path(of: shardName + "/" + name.description))
+                            }
+                            if let digest { _ = state.withLock { $0.entries.removeValue(forKey: digest) } }
+                        }
+                    }
+                    try POSIX.removeEmptyFolder(shardName, in: folder.descriptor, path: folder.path(of: shardName))
+                } catch {
+                    failures.append(error)
+                }
+            }
+        }
+        do {
+            try journal.rewrite(with: currentRecencyRecords())
+            updateMetadataSize()
+        } catch {
+            failures.append(error)
+        }
+        if let first = failures.first {
+            counter.recordError()
+            throw Self.ioError("Could not remove every entry of \(directory) (\(failures.count) failure\(failures.count == 1 ? "" : "s"))", first)
+        }
     }
 }

@@ -2,10 +2,9 @@ public import Foundation
 @_spi(HanekeInternals) public import HanekeProtocols
 public import Logging
 public import Dispatch
-import Synchronization
 
 /// A least-recently-used store of bytes on disk: one self-describing file per key, named by the MD5
-/// of the key (DESIGN §5).
+/// of the key.
 ///
 /// ```swift
 /// let disk = try FileStore(directory: "/var/cache/myapp", capacity: 500 << 20)
@@ -18,16 +17,30 @@ import Synchronization
 ///   every read), the creation and expiry times and the payload length, then the payload. A file
 ///   that is damaged, truncated, expired or holds another key is a miss; damaged files are deleted
 ///   and counted as errors.
-/// - Writes go to a temporary file in the same folder, then `rename(2)` over the final name: a
+/// - The folder is the store's own: a marker file `.haneke-store` says so. A store creates the
+///   folder (and its parents) when it is missing and adopts it when it is empty; an existing folder
+///   that holds anything but no marker is refused (`notAStore`), never adopted or cleaned. So is a
+///   folder that belongs to another user or that others may write to (`unsafeDirectory`). Folders
+///   are made `0700` and files `0600` (see ``Access`` to share with a group).
+/// - Below the folder, every operation goes through directory descriptors (`openat`, `renameat`,
+///   `unlinkat`, `mkdirat`, `fstatat`) and follows no link: a link, a FIFO or a folder planted
+///   anywhere inside is a miss or a clear error, never a way out of the folder. The store only ever
+///   creates or removes names of its own grammar (`.haneke-store`, `.haneke-journal`,
+///   `.haneke-tmp.<pid>.<n>`, shard folders, entry files); anything else is left alone.
+/// - Writes go to a temporary file in the same folder, then `renameat` over the final name: a
 ///   reader never sees a partial value and a crash never leaves one. Temporary files left by a
-///   crashed process are deleted when a store opens the directory.
+///   crashed process are deleted when a store opens the folder.
+/// - Capacity is disk space: the blocks the files take (`st_blocks × 512`, what `du` counts),
+///   the store's marker and journal included (``totalSize`` plus ``metadataSize``). An entry
+///   count limit guards the file system's inodes.
 /// - Recency and sizes are the store's own index, kept in memory and in an append-only journal in
-///   the directory, so the LRU order survives a restart. Capacity is enforced on the write path,
-///   evicting the least recently used entries first.
+///   the folder, so the LRU order survives a restart; the journal is written at most
+///   ``Configuration/recencyFlushInterval`` after a read or a write, and at `exit()`. Capacity is
+///   enforced on the write path, evicting the least recently used entries first.
 /// - The async methods run their I/O on a Dispatch queue (by default the global one), so they never
 ///   block Swift's cooperative threads on disk I/O; the hop costs about 1 µs. The synchronous
 ///   methods of the same names do the same work on the caller's thread.
-/// - Two stores (in one process or two) may share a directory: each write is atomic and each read
+/// - Two stores (in one process or two) may share a folder: each write is atomic and each read
 ///   checks the key, so neither ever returns a partial or wrong value. They do not share capacity
 ///   accounting or recency: each enforces its capacity over what it knows (what it wrote or read,
 ///   and what was there when it opened).
@@ -36,6 +49,21 @@ public final class FileStore: Store {
     public typealias Key = String
     /// The type of the values.
     public typealias Value = Data
+
+    /// Who may read and write a store's files.
+    public enum Access: Sendable, Hashable {
+        /// Only the user running the process: folders `0700`, files `0600`. The default: cached
+        /// values and their keys (often URLs with tokens) are nobody else's business.
+        case owner
+        /// The user and the folder's group: folders `2770` (new files take the folder's group),
+        /// files `0660`, and a group-writable folder is accepted. For a cache shared by the
+        /// services of one group.
+        case ownerAndGroup
+    }
+
+    /// The name of the marker file that makes a folder a store's: `.haneke-store`, which starts
+    /// with the magic `HNKS` and the folder's format version.
+    public static let markerFileName = StoreNames.marker
 
     /// The directory the store keeps its files in.
     public let directory: String
@@ -46,12 +74,17 @@ public final class FileStore: Store {
 
     let logger: Logger
     let ioQueue: DispatchQueue
+    let folder: StoreFolder
     let state: Locked<IndexState>
     let journal: RecencyJournal
     let counter = StatisticsCounter()
-    /// One lock per stripe of keys. Each guards an unused `Int` rather than nothing: ThreadSanitizer
-    /// places a zero-sized value's accesses at the object's header and reports the reference counts
-    /// kept there as races with them.
+    /// The file system's allocation unit, for the estimate that refuses a value too large.
+    let blockSize: Int
+    /// One lock per stripe of keys, ordering the renames and removals of a key's file. Each guards
+    /// an unused `Int` rather than nothing: ThreadSanitizer places a zero-sized value's accesses at
+    /// the object's header and reports the reference counts kept there as races with them.
+    ///
+    /// Lock order: a stripe, then `state`; the journal's locks are taken with neither held.
     private let stripes: [Locked<Int>]
     /// When this store opened the directory, in milliseconds: recorded in the journal so that the
     /// next store to open it knows which entries this session used.
@@ -63,11 +96,16 @@ public final class FileStore: Store {
     /// What the store knows of its files: recency order, size and last access of each entry.
     struct IndexState: Sendable {
         var entries = LRUList<KeyDigest, EntryRecord>()
+        /// The bytes the marker and the journal take on disk, counted against the capacity.
+        var metadataSize = 0
     }
 
-    /// An entry in the index; its size is the entry's cost in the `LRUList`.
+    /// An entry in the index; the bytes it takes on disk are also its cost in the `LRUList`.
     struct EntryRecord: Sendable {
-        var size: Int
+        /// The length of the file, header included.
+        var fileSize: Int
+        /// The bytes the file takes on disk.
+        var allocated: Int
         var lastAccess: Int64
         /// The file this store last wrote or indexed for the entry. Eviction deletes the file only
         /// if it is still this one, so a store never deletes another process's newer write.
@@ -83,13 +121,15 @@ public final class FileStore: Store {
     /// Opens (and creates, if needed) a store in `directory`, indexing the files already there and
     /// evicting the least recently used ones if they exceed the configured limits.
     /// - Parameters:
-    ///   - directory: The path of the store's directory.
+    ///   - directory: The path of the store's directory: a new or empty folder, or one a store made.
     ///   - configuration: Limits and policies.
     ///   - name: The layer name reported in statistics.
     ///   - logger: Where damaged files and failed clean-ups are logged.
     ///   - ioQueue: Where the async methods run their blocking I/O; the global queue by default.
-    /// - Throws: `StoreError` with code `io` when the directory cannot be created or read.
-    /// - Performs disk I/O: one `stat` per file already in the directory.
+    /// - Throws: `StoreError` with code `notAStore` when the folder holds files but is not a
+    ///   store's, `unsafeDirectory` when it belongs to another user or others may write to it, `io`
+    ///   when it cannot be created or read.
+    /// - Performs disk I/O: one `fstatat` per file already in the directory.
     public init(
         directory: String,
         configuration: Configuration = Configuration(),
@@ -102,18 +142,21 @@ public final class FileStore: Store {
         self.name = name
         self.logger = logger
         self.ioQueue = ioQueue
+        self.folder = try StoreFolder(path: directory, access: configuration.access, purpose: .store)
+        self.blockSize = max(512, (try? POSIX.status(of: folder.descriptor, path: directory).blockSize) ?? 4096)
         self.state = Locked(IndexState())
-        self.journal = RecencyJournal(directory: directory)
+        self.journal = RecencyJournal(folder: folder)
         self.stripes = (0..<64).map { _ in Locked(0) }
         self.sessionStart = Self.milliseconds(configuration.clock.now())
-        try openDirectory()
+        try indexFolder()
     }
 
     /// Opens a store in `directory` with a capacity in bytes.
     /// - Parameters:
     ///   - directory: The path of the store's directory.
-    ///   - capacity: The most bytes its files may take; `nil` for no limit.
-    /// - Throws: `StoreError` with code `io` when the directory cannot be created or read.
+    ///   - capacity: The most bytes its files may take on disk; `nil` for no limit.
+    /// - Throws: `StoreError` with code `notAStore`, `unsafeDirectory` or `io` (see
+    ///   ``init(directory:configuration:name:logger:ioQueue:)``).
     public convenience init(directory: String, capacity: Int?) throws {
         try self.init(directory: directory, configuration: Configuration(capacity: capacity))
     }
@@ -123,7 +166,8 @@ public final class FileStore: Store {
     ///   - directory: A file URL of the store's directory.
     ///   - configuration: Limits and policies.
     ///   - name: The layer name reported in statistics.
-    /// - Throws: `StoreError` with code `io` when the directory cannot be created or read.
+    /// - Throws: `StoreError` with code `notAStore`, `unsafeDirectory` or `io` (see
+    ///   ``init(directory:configuration:name:logger:ioQueue:)``).
     public convenience init(directory: URL, configuration: Configuration = Configuration(), name: String = "file") throws {
         try self.init(directory: directory.path, configuration: configuration, name: name)
     }
@@ -139,7 +183,7 @@ public final class FileStore: Store {
     /// - Parameter key: The key to look up.
     /// - Returns: The stored bytes, or `nil`.
     /// - Throws: `StoreError` with code `io` when the file exists but cannot be read.
-    /// - Performs disk I/O: `open`, one `read`, `close` in the common case.
+    /// - Performs disk I/O: `openat2`, one `read`, `close` in the common case.
     public func value(forKey key: String) throws -> Data? {
         try readValue(forKey: key)
     }
@@ -149,9 +193,9 @@ public final class FileStore: Store {
     /// - Parameters:
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
-    /// - Throws: `StoreError` with code `valueTooLarge` when the file would exceed the whole capacity,
-    ///   `invalidKey` for a key over 16 MiB, `io` when the file cannot be written.
-    /// - Performs disk I/O: a temporary file, `writev`, `rename`, and one `unlink` per eviction.
+    /// - Throws: `StoreError` with code `valueTooLarge` when the file would take more than the whole
+    ///   capacity, `invalidKey` for a key over 16 MiB, `io` when the file cannot be written.
+    /// - Performs disk I/O: a temporary file, `writev`, `renameat`, and one `unlinkat` per eviction.
     public func setValue(_ value: Data, forKey key: String) throws {
         try writeValue(value, forKey: key)
     }
@@ -165,7 +209,7 @@ public final class FileStore: Store {
     }
 
     /// Removes every entry. The store stays usable, also while this runs: writes made after it
-    /// returns are kept.
+    /// returns are kept. Files that are not the store's are left where they are.
     /// - Throws: `StoreError` with code `io` when the files cannot be removed.
     /// - Performs disk I/O: proportional to the number of files.
     public func removeAll() throws {
@@ -179,8 +223,12 @@ public final class FileStore: Store {
     /// - Performs disk I/O.
     public func containsValue(forKey key: String) -> Bool {
         let digest = KeyDigest(key: key)
-        guard let (header, storedKey) = try? readHeader(atPath: path(for: digest)) else { return false }
-        return storedKey == key && !isExpired(header)
+        let now = now()
+        let outcome = try? readEntry(digest, extent: .header, knownSize: nil) { header, reader in
+            reader.hasKey(key, header: header) && !header.isExpired(at: now)
+        }
+        if case .entry(true)? = outcome { return true }
+        return false
     }
 
     /// The path of the file that holds (or would hold) the value for `key`:
@@ -191,31 +239,46 @@ public final class FileStore: Store {
         path(for: KeyDigest(key: key))
     }
 
-    /// The total size of the store's files, headers included, as far as this store knows.
+    /// The bytes the entries' files take on disk — allocated blocks, what `du` counts — as far as
+    /// this store knows; `0` when the store is empty. The capacity bounds this figure plus
+    /// ``metadataSize``.
     public var totalSize: Int { state.withLock { $0.entries.totalCost } }
+
+    /// The bytes the store's own files, its marker and its journal, take on disk. `du -s` of the
+    /// folder is ``totalSize`` plus this, plus the folders themselves.
+    public var metadataSize: Int { state.withLock { $0.metadataSize } }
 
     /// The number of entries, as far as this store knows.
     public var count: Int { state.withLock { $0.entries.count } }
 
-    /// Evicts least recently used entries until the files take at most `size` bytes.
+    /// Evicts least recently used entries until the store's files take at most `size` bytes on disk
+    /// (its marker and journal included, so a size below theirs empties the store).
     /// - Parameter size: The total size to stay within; `0` empties the store.
-    /// - Performs disk I/O: one `unlink` per evicted entry.
-    public func trim(toSize size: Int) {
+    /// - Throws: `StoreError` with code `io` when some evicted files could not be deleted (after
+    ///   trying every one): how many, and the first failure as the cause.
+    /// - Performs disk I/O: one `unlinkat` per evicted entry.
+    public func trim(toSize size: Int) throws {
         let victims = state.withLock { state in
-            Self.evict(&state.entries, countLimit: nil, capacity: max(0, size))
+            Self.evict(&state.entries, countLimit: nil, capacity: max(0, size - state.metadataSize))
         }
-        removeEvicted(victims)
+        let failures = removeEvicted(victims)
+        if let first = failures.first {
+            throw Self.ioError(
+                "Could not delete \(failures.count) of the \(victims.count) files evicted from \(directory)",
+                first
+            )
+        }
     }
 
-    /// Writes the buffered recency records to the journal, so that the LRU order survives even an
-    /// abrupt end of the process. Called automatically every few hundred operations and when the
-    /// store is released.
+    /// Writes the buffered recency records to the journal now, rather than within
+    /// ``Configuration/recencyFlushInterval``.
     /// - Throws: `StoreError` with code `io` when the journal cannot be written.
     public func flush() throws {
         do {
             try journal.flush()
+            updateMetadataSize()
         } catch {
-            throw StoreError(.io, "Could not write the recency journal of \(directory): \(error)", cause: error)
+            throw Self.ioError("Could not write the recency journal of \(directory)", error)
         }
     }
 
@@ -266,44 +329,70 @@ public final class FileStore: Store {
         digest.path(in: directory)
     }
 
-    func shardPath(for digest: KeyDigest) -> String {
-        directory + "/" + digest.shard
-    }
-
     /// The lock that orders renames and removals of one key's file (never held for reads, and
-    /// never around the index lock's I/O: only around one `rename` or `unlink`).
+    /// never around the index lock's I/O: only around one `renameat` or `unlinkat`).
     func stripe(for digest: KeyDigest) -> Locked<Int> {
         stripes[Int(digest.firstByte & 63)]
     }
 
-    /// Runs `body` with every stripe locked: no file can be renamed or removed meanwhile.
-    func withAllStripes<T>(_ body: () throws -> T) rethrows -> T {
-        func lock(from index: Int) throws -> T {
-            guard index < stripes.count else { return try body() }
-            return try stripes[index].withLock { _ in try lock(from: index + 1) }
-        }
-        return try lock(from: 0)
+    /// The lock of every key in a shard.
+    func stripe(forShard shard: UInt8) -> Locked<Int> {
+        stripes[Int(shard & 63)]
     }
-
-    /// A temporary name unique in this process (the counter is shared by every store, so two stores
-    /// on one directory never collide) and, with the process id, on this machine.
-    func nextTemporaryName() -> String {
-        ".tmp.\(POSIX.processID).\(Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
-    }
-
-    private static let temporaryCounter = Atomic<UInt64>(0)
 
     func now() -> Int64 {
         Self.milliseconds(configuration.clock.now())
     }
 
-    func isExpired(_ header: EntryHeader) -> Bool {
-        guard let expires = header.expires else { return false }
-        return now() >= expires
-    }
-
     static func milliseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// A `StoreError` with code `io` for a failed operation, carrying the system call's error
+    /// number (a `StoreError` already made is passed on).
+    static func ioError(_ message: String, _ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        return StoreError(.io, message, cause: error, posixCode: (error as? POSIX.Failure)?.posixCode)
+    }
+
+    /// Opens the entry file of `digest` (never through a link) and reads it with the one reader.
+    /// - Returns: `nil` when there is no file; otherwise the checked file or its damage.
+    /// - Throws: `POSIX.Failure` when the file exists but cannot be read; `ForeignObject` for a
+    ///   link, a folder or a FIFO at the entry's name.
+    func readEntry<T>(
+        _ digest: KeyDigest,
+        extent: EntryFile.Extent,
+        knownSize: Int?,
+        _ body: (EntryHeader, inout WholeFileReader) -> T
+    ) throws -> EntryFile.Outcome<T>? {
+        let path = path(for: digest)
+        guard let descriptor = try openEntry(digest, path: path) else { return nil }
+        defer { POSIX.close(descriptor) }
+        // (A `catch … where` clause here crashes the 6.3.1 compiler: go through `Result`.)
+        let result = Result { () throws(POSIX.Failure) -> EntryFile.Outcome<T> in
+            try EntryFile.read(descriptor, path: path, knownSize: knownSize, extent: extent, sizeLimit: configuration.capacity, body)
+        }
+        switch result {
+        case .success(let outcome): return outcome
+        case .failure(let failure) where failure.isNotARegularFile: throw ForeignObject(reason: "not a regular file (\(failure))")
+        case .failure(let failure): throw failure
+        }
+    }
+
+    /// Opens the entry file of `digest` for reading; `nil` when there is none.
+    /// - Throws: `ForeignObject` for a symbolic link; `POSIX.Failure` otherwise.
+    func openEntry(_ digest: KeyDigest, path: @autoclosure () -> String) throws -> Int32? {
+        switch try POSIX.openEntry(in: folder.descriptor, shard: digest.shard, name: digest.hex, path: path()) {
+        case .file(let descriptor): return descriptor
+        case .missing: return nil
+        case .symbolicLink: throw ForeignObject(reason: "a symbolic link")
+        }
+    }
+
+    /// Something that is not an entry file at an entry's name (or a link where its shard folder
+    /// should be).
+    struct ForeignObject: Error {
+        var reason: String
     }
 
     /// Records an access in the journal, flushing it when its buffer is full.
@@ -312,21 +401,44 @@ public final class FileStore: Store {
     }
 
     func journalRecord(_ record: RecencyJournal.Record) {
-        guard journal.append(record) else { return }
-        flushJournal()
+        switch journal.append(record) {
+        case .none: break
+        case .flushNow: flushJournal()
+        case .scheduleFlush: scheduleJournalFlush()
+        }
+    }
+
+    /// Flushes the journal on the I/O queue within the configured interval.
+    private func scheduleJournalFlush() {
+        let (seconds, attoseconds) = configuration.recencyFlushInterval.components
+        let nanoseconds = max(0, min(seconds, 86_400)) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        ioQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
+            guard let self else { return }
+            journal.scheduledFlushBegins()
+            flushJournal()
+        }
     }
 
     /// Flushes the journal and compacts it when it holds several records per entry.
     func flushJournal() {
         do {
             try journal.flush()
-            let entries = count
-            if journal.recordsInFile > 4 * entries + 16_384 {
+            if journal.recordsInFile > 2 * count + 1_024 {
                 try journal.rewrite(with: currentRecencyRecords())
             }
+            updateMetadataSize()
         } catch {
+            // A folder deleted behind the store's back loses its journal with it.
+            guard (error as? POSIX.Failure)?.code != ENOENT else { return }
             logger.warning("Could not write the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
         }
+    }
+
+    /// Counts the marker's and the journal's blocks against the capacity.
+    func updateMetadataSize() {
+        let marker = POSIX.status(of: StoreNames.marker, in: folder.descriptor)?.allocated ?? 0
+        let size = marker + journal.allocatedSize
+        state.withLock { $0.metadataSize = size }
     }
 
     /// The index as journal records, least recently used first, with this session's start placed
@@ -356,14 +468,30 @@ public final class FileStore: Store {
     }
 
     /// Reads the value for `key` without counting it or changing the recency order, on the I/O
-    /// queue: for background work (preloading) that must not look like use.
+    /// queue: for background work (preloading) that must not look like use. An expired entry is
+    /// `nil` by this store's clock.
     /// - Parameter key: The key.
     /// - Returns: The value, or `nil` when there is no valid, unexpired entry.
-    /// - Throws: `StoreError` with code `corrupted` or `io`.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged file, `io` when it cannot be read.
     public func peekValue(forKey key: String) async throws -> Data? {
-        let directory = self.directory
-        return try await BlockingIO.run(on: ioQueue) { () throws -> Data? in
-            try FileStore.payload(forKey: key, inDirectory: directory)
+        try await BlockingIO.run(on: ioQueue) { () throws -> Data? in
+            let digest = KeyDigest(key: key)
+            let now = self.now()
+            let outcome: EntryFile.Outcome<Data?>?
+            do {
+                outcome = try self.readEntry(digest, extent: .whole, knownSize: nil) { header, reader in
+                    reader.hasKey(key, header: header) && !header.isExpired(at: now) ? reader.takePayload(header: header) : nil
+                }
+            } catch let foreign as ForeignObject {
+                throw StoreError(.corrupted, "\(self.path(for: digest)) is \(foreign.reason), not an entry file")
+            } catch {
+                throw Self.ioError("Could not read \(self.path(for: digest)) for key \(Logger.describe(key))", error)
+            }
+            switch outcome {
+            case nil: return nil
+            case .entry(let value)?: return value
+            case .damaged(let damage)?: throw StoreError(.corrupted, "\(self.path(for: digest)) is damaged: \(damage)")
+            }
         }
     }
 
@@ -377,9 +505,9 @@ public final class FileStore: Store {
         return victims
     }
 
-    /// `evict` to the configured count limit and capacity.
-    func evictToLimits(_ entries: inout LRUList<KeyDigest, EntryRecord>) -> [Victim] {
-        Self.evict(&entries, countLimit: configuration.countLimit, capacity: configuration.capacity)
+    /// `evict` to the configured count limit and to the capacity left after the metadata.
+    func evictToLimits(_ state: inout IndexState) -> [Victim] {
+        Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity.map { max(0, $0 - state.metadataSize) })
     }
 
     /// Deletes the files of evicted entries — unless the key was written or read again since it was
@@ -388,26 +516,53 @@ public final class FileStore: Store {
     /// with a stripe lock held.
     /// - Parameter journaling: Whether to journal the removals; opening does not, since it rewrites
     ///   the journal from the index afterwards.
-    func removeEvicted(_ victims: [Victim], journaling: Bool = true) {
-        guard !victims.isEmpty else { return }
+    /// - Returns: The failures of the deletions that failed (each also logged and counted).
+    @discardableResult
+    func removeEvicted(_ victims: [Victim], journaling: Bool = true) -> [any Error] {
+        guard !victims.isEmpty else { return [] }
         let time = now()
+        var failures: [any Error] = []
         for victim in victims {
-            let path = path(for: victim.digest)
-            let removed = stripe(for: victim.digest).withLock { _ -> Bool in
-                guard !state.withLock({ $0.entries.contains(victim.digest, now: -.infinity) }) else { return false }
-                if let known = victim.identity {
-                    guard let current = POSIX.identity(ofPath: path), current.isSameFile(as: known) else { return false }
-                }
-                do {
-                    return try POSIX.unlink(path)
-                } catch {
-                    counter.recordError()
-                    logger.warning("Could not delete an evicted file", metadata: ["error": "\(error)"])
-                    return false
-                }
+            let outcome = stripe(for: victim.digest).withLock { _ -> Result<Bool, any Error> in
+                guard !state.withLock({ $0.entries.contains(victim.digest, now: -.infinity) }) else { return .success(false) }
+                return Result { try removeFile(of: victim.digest, ifStill: victim.identity) }
             }
-            if removed, journaling { journalRecord(.init(kind: .removal, digest: victim.digest, time: time)) }
+            switch outcome {
+            case .success(true):
+                if journaling { journalRecord(.init(kind: .removal, digest: victim.digest, time: time)) }
+            case .success(false):
+                break
+            case .failure(let error):
+                failures.append(error)
+                counter.recordError()
+            }
+        }
+        if let first = failures.first {
+            logger.warning("Could not delete evicted files", metadata: ["count": "\(failures.count)", "first": "\(first)"])
         }
         counter.recordEvictions(victims.count)
+        return failures
     }
+
+    /// Removes the entry file of `digest` if it is still the file `identity` names (any file when
+    /// `nil`); `false` when there was nothing to remove or it was another file. Call with the
+    /// key's stripe held.
+    func removeFile(of digest: KeyDigest, ifStill identity: FileIdentity?) throws -> Bool {
+        let name = digest.hex
+        return try folder.withShard(digest.shard, create: false) { shard -> Bool in
+            if let identity {
+                guard let current = POSIX.status(of: name, in: shard), current.identity == identity else { return false }
+            }
+            return try POSIX.unlink(name, in: shard, path: path(for: digest))
+        } ?? false
+    }
+}
+
+extension StoreError.Code {
+    /// A folder exists and holds files, but no store marker: a `FileStore` never adopts or cleans a
+    /// folder that is not its own.
+    public static let notAStore = StoreError.Code("notAStore")
+    /// A folder belongs to another user, or others may write to it: a `FileStore` refuses it, since
+    /// anyone who can write there could plant or replace cached values.
+    public static let unsafeDirectory = StoreError.Code("unsafeDirectory")
 }

@@ -12,8 +12,9 @@ public import Logging
 /// ```
 ///
 /// `Cache(name:)` keeps each format's files under `$XDG_CACHE_HOME/haneke/<name>/<format>` (or
-/// `~/.cache/haneke/...`); if that folder cannot be used the format works from memory alone and the
-/// failure is logged. Concurrent fetches of one key in one format share one fetcher call; writes of
+/// `~/.cache/haneke/...`, with the home folder from `HOME` or the password database); if that
+/// folder cannot be used — or there is no home folder at all — the format works from memory alone
+/// and says so in the log. Each format's folder is private to the user (`0700`, files `0600`). Concurrent fetches of one key in one format share one fetcher call; writes of
 /// one key take turns, so a value set while a fetch is under way is not overwritten by it, and a
 /// layer that fails to read is a miss (logged), not a failure.
 public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
@@ -22,7 +23,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
 
     /// The cache's name.
     public let name: String
-    /// The folder of the formats' files, or `nil` for a cache built on a custom stack.
+    /// The folder of the formats' files, or `nil` for a cache built on a custom stack or one with
+    /// no folder to use (no `XDG_CACHE_HOME`, no `HOME` and no home folder for the user), which
+    /// keeps its values in memory only.
     public let directory: String?
     private let logger: Logger
     private let formats = Locked<[String: FormatStack<Value>]>([:])
@@ -35,19 +38,31 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// format.
     /// - Parameters:
     ///   - name: The cache's name, also its folder's name (made safe for a path).
-    ///   - directory: The folder for the formats' files; `$XDG_CACHE_HOME/haneke/<name>` by default.
+    ///   - directory: The folder for the formats' files; `$XDG_CACHE_HOME/haneke/<name>` by default
+    ///     (see ``directory`` for when there is none).
     ///   - originalFormat: The original format's settings; `Format(name: "original")` by default
     ///     (its name is always `"original"`).
     ///   - logger: Where disk failures are logged.
-    public init(
+    public convenience init(
         name: String,
         directory: String? = nil,
         originalFormat: Format<Value>? = nil,
         logger: Logger = Logger(label: "haneke.cache")
     ) {
+        self.init(name: name, folder: directory ?? CacheDirectory.root(forCacheNamed: name), originalFormat: originalFormat, logger: logger)
+    }
+
+    /// A cache with the default stack in `folder`, or in memory only when there is none.
+    init(name: String, folder: String?, originalFormat: Format<Value>? = nil, logger: Logger = Logger(label: "haneke.cache")) {
         self.name = name
-        self.directory = directory ?? CacheDirectory.root(forCacheNamed: name)
+        self.directory = folder
         self.logger = logger
+        if folder == nil {
+            logger.warning(
+                "No folder for the cache: neither XDG_CACHE_HOME nor HOME is set and the user has no home folder; its values are kept in memory only",
+                metadata: ["cache": "\(name)"]
+            )
+        }
         var format = originalFormat ?? Format(name: Self.originalFormatName)
         format.name = Self.originalFormatName
         addFormat(format)
@@ -286,6 +301,18 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Throws: `formatNotFound`.
     public func diskStore(formatName: String = Cache.originalFormatName) throws -> FileStore? {
         try stack(for: formatName).disk
+    }
+
+    /// Writes the disk layers' buffered recency records to their journals now (they are written
+    /// within a second anyway, and at `exit()`), so that the LRU order and `.lastSession` preloading
+    /// see every read and write made so far.
+    /// - Throws: `StoreError` with code `io` when a journal cannot be written, after trying every format.
+    public func flush() throws {
+        var firstError: (any Error)?
+        for stack in formats.withLock({ Array($0.values) }) {
+            do { try stack.disk?.flush() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
     }
 
     /// Waits until every format has finished preloading (immediately for formats that do not preload).

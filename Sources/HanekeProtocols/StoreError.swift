@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+public import Glibc
+#elseif canImport(Darwin)
+public import Darwin
+#endif
+
 /// The one error type of the framework: what failed (`code`), a sentence naming the key or file and
 /// the reason (`message`), and the lower-level error that caused it, if any (`cause`).
 ///
@@ -19,6 +25,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var cause: (any Error)?
     /// For `invalidStatusCode`: the status the server answered with (404, 503, …); `nil` otherwise.
     public var statusCode: Int?
+    /// For a failed system call: its error number (`.ENOSPC` for a full disk, `.EACCES` for a
+    /// permission problem, `.ENOENT` for a missing file or folder); `nil` otherwise.
+    public var posixCode: POSIXErrorCode?
 
     /// Creates an error.
     /// - Parameters:
@@ -26,11 +35,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     ///   - message: What failed, on which key or file, and why.
     ///   - cause: The lower-level error that caused this one, if any.
     ///   - statusCode: For `invalidStatusCode`, the server's status.
-    public init(_ code: Code, _ message: String, cause: (any Error)? = nil, statusCode: Int? = nil) {
+    ///   - posixCode: For a failed system call, its error number.
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil, statusCode: Int? = nil, posixCode: POSIXErrorCode? = nil) {
         self.code = code
         self.message = message
         self.cause = cause
         self.statusCode = statusCode
+        self.posixCode = posixCode
     }
 
     /// `"<code>: <message>"`, followed by the cause when there is one.

@@ -16,7 +16,7 @@ struct Demo: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "The cache's folder; a new temporary folder by default.")
+    @Option(help: "The cache's folder: a new or empty folder, or one an earlier demo made; a new temporary folder by default.")
     var dir: String?
 
     @Option(help: "How many documents to serve and fetch.")
@@ -24,6 +24,8 @@ struct Demo: AsyncParsableCommand {
 
     func run() async throws {
         let root = dir ?? NSTemporaryDirectory() + "haneke-demo-\(UUID().uuidString.prefix(8))"
+        // The demo empties its cache first: it must be the demo's own.
+        try Self.claim(root)
         let count = max(1, documents)
         let server = try await LoopbackHTTPServer.start { request in
             let parts = request.uri.split(separator: "/")
@@ -77,6 +79,29 @@ struct Demo: AsyncParsableCommand {
                 print("  \(entry.key)\n    → \(entry.path)")
             }
             print("\nlook closer:\n  haneke inspect \(disk.directory)\n  haneke verify \(disk.directory)\n  haneke get \(disk.directory) \(urls[0].absoluteString)")
+        }
+    }
+
+    /// The file that marks a folder as a demo cache.
+    static let markerName = ".haneke-demo"
+
+    /// Makes sure `folder` is the demo's to use (and to empty): a folder that does not exist yet, an
+    /// empty one, or one an earlier demo marked. Anything else is refused, untouched.
+    static func claim(_ folder: String) throws {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        if manager.fileExists(atPath: folder, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw ToolError("\(folder) is not a folder") }
+            let names = try manager.contentsOfDirectory(atPath: folder)
+            if names.contains(markerName) { return }
+            guard names.isEmpty else {
+                throw ToolError("\(folder) is not empty and is not a folder `haneke demo` made; refusing to use it (the demo empties its cache): pass a new or empty folder")
+            }
+        } else {
+            try manager.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        guard manager.createFile(atPath: folder + "/" + markerName, contents: Data("A cache made by `haneke demo`, which empties it on every run.\n".utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ToolError("could not write \(folder)/\(markerName)")
         }
     }
 

@@ -4,7 +4,8 @@ import Haneke
 
 struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Summarise a cache folder: entries, sizes, LZ4 ratio, expired entries, problems."
+        abstract: "Summarise a cache folder: entries, sizes, LZ4 ratio, expired entries, problems.",
+        discussion: "\"on disk\" is the blocks the files take, as du counts them (what the capacity bounds); \"in files\" is their lengths."
     )
 
     @Argument(help: "The cache folder (one format's FileStore directory).")
@@ -30,9 +31,14 @@ struct Stats: ParsableCommand {
             return nil
         })
         let entries = inspection.entries
+        let allocated = entries.reduce(0) { $0 + $1.allocatedSize }
         let rows: [[String]] = [
             ["entries", "\(entries.count)"],
-            ["on disk (files)", ByteSize.format(entries.reduce(0) { $0 + $1.storedSize })],
+            ["on disk (du)", ByteSize.format(allocated + inspection.metadataSize + inspection.foldersSize)],
+            ["  entry files", ByteSize.format(allocated)],
+            ["  marker and journal", ByteSize.format(inspection.metadataSize)],
+            ["  folders", ByteSize.format(inspection.foldersSize)],
+            ["in files", ByteSize.format(entries.reduce(0) { $0 + $1.storedSize })],
             ["payloads", ByteSize.format(entries.reduce(0) { $0 + $1.payloadSize })],
             ["LZ4 frames", "\(frames)"],
             ["values before compression", ByteSize.format(content + unframed)],

@@ -1,6 +1,11 @@
 import ArgumentParser
 import Foundation
 import Haneke
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An error printed as one line on stderr, with a non-zero exit status.
 struct ToolError: Error, CustomStringConvertible {
@@ -8,29 +13,37 @@ struct ToolError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Checks that `directory` is a store folder, with a hint when it is a cache's folder instead.
-/// Commands that change files (`trim`, `verify --repair`) pass `forChanges`: they refuse a folder
-/// that has no `journal`, the file every FileStore keeps, so they can never delete files in a
-/// folder the cache did not make.
-func requireStoreFolder(_ directory: String, forChanges: Bool = false) throws -> String {
+/// Checks that `directory` is a store's folder — it holds the marker every FileStore writes — with
+/// a hint when it is a cache's folder instead. Every command checks this first, so none reads or
+/// changes a folder that a store did not make (the FileStore calls refuse such a folder too).
+func requireStoreFolder(_ directory: String) throws -> String {
     let manager = FileManager.default
     var isDirectory: ObjCBool = false
     guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
         throw ToolError("\(directory) is not a folder")
     }
+    if isFile(directory + "/" + FileStore.markerFileName) { return directory }
     let names = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
-    let looksLikeStore = names.contains("journal") || names.contains { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
-    if !looksLikeStore {
-        let formats = names.filter { manager.fileExists(atPath: directory + "/" + $0 + "/journal") }.sorted()
-        if !formats.isEmpty {
-            throw ToolError("\(directory) is a cache's folder; pass one of its formats: \(formats.map { directory + "/" + $0 }.joined(separator: ", "))")
-        }
+    let formats = names.filter { isFile(directory + "/" + $0 + "/" + FileStore.markerFileName) }.sorted()
+    if !formats.isEmpty {
+        throw ToolError("\(directory) is a cache's folder; pass one of its formats: \(formats.map { directory + "/" + $0 }.joined(separator: ", "))")
     }
-    if forChanges, !names.contains("journal") {
-        throw ToolError("\(directory) has no journal file, so it is not a Haneke cache folder; refusing to change it")
-    }
-    return directory
+    throw ToolError("\(directory) is not a Haneke store folder (it has no \(FileStore.markerFileName)); refusing to read or change it")
 }
+
+/// Whether a regular file (not a link) is at `path`.
+private func isFile(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+}
+
+/// A logger for the stores the tool opens: failures reach the user as the command's one-line
+/// error, not as a log line per file.
+let quietLogger: Logger = {
+    var logger = Logger(label: "haneke")
+    logger.logLevel = .critical
+    return logger
+}()
 
 /// A size such as `512`, `64K`, `100M`, `1.5G` (powers of 1024).
 struct ByteSize: ExpressibleByArgument, CustomStringConvertible {

@@ -9,8 +9,11 @@ struct Verify: ParsableCommand {
         Checks each file's header, that its key hashes to its name, and that its payload is whole: \
         in a compressed folder (most payloads LZ4 frames, or --payloads lz4) every payload must be a \
         frame that decodes and matches its checksum. Also finds leftovers of crashed writers and \
-        things that are not files. Files with names no entry has are reported but only removed with \
-        --remove-foreign. Exits with status 1 when problems remain.
+        things that are not files. --repair removes only what is the store's to remove: damaged \
+        entry files, leftovers, links and FIFOs at entry names, and empty folders there; files with \
+        names the store never makes are removed from its shard folders only with --remove-foreign, \
+        and nothing else (a file at the top of the folder, anything inside a folder the store did \
+        not make) ever is. Exits with status 1 when problems remain.
         """
     )
 
@@ -24,7 +27,7 @@ struct Verify: ParsableCommand {
     @Flag(help: "Remove every damaged, misnamed or leftover file found.")
     var repair = false
 
-    @Flag(help: "With --repair, also remove files whose names no entry has.")
+    @Flag(help: "With --repair, also remove files in shard folders whose names the store never makes.")
     var removeForeign = false
 
     @Option(help: "What the payloads are: lz4 frames, raw bytes, or auto (decided by the majority).")
@@ -33,8 +36,14 @@ struct Verify: ParsableCommand {
     @Flag(help: "Do not show progress on stderr.")
     var quiet = false
 
+    func validate() throws {
+        if removeForeign, !repair {
+            throw ValidationError("--remove-foreign only applies with --repair")
+        }
+    }
+
     func run() throws {
-        let folder = try requireStoreFolder(directory, forChanges: repair)
+        let folder = try requireStoreFolder(directory)
         let showProgress = !quiet
         let expectFrames: Bool
         switch payloads {
@@ -67,13 +76,14 @@ struct Verify: ParsableCommand {
         print("\(inspection.filesExamined) files checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
         guard !inspection.problems.isEmpty else { return }
         guard repair else { throw ExitCode(1) }
-        let removable = inspection.problems.filter { removeForeign || $0.kind != .foreign }
-        let removed = try FileStore.repair(removable)
-        print("repaired: removed \(removed) path(s)")
-        if removable.count < inspection.problems.count {
-            print("kept \(inspection.problems.count - removable.count) foreign file(s); --remove-foreign removes them")
-            throw ExitCode(1)
+        let outcome = try FileStore.repair(inspection.problems, removingForeignFiles: removeForeign)
+        print("repaired: removed \(outcome.removed.count) path(s)")
+        guard !outcome.kept.isEmpty else { return }
+        print("kept \(outcome.kept.count) path(s):")
+        for kept in outcome.kept {
+            print("  \(kept.problem.path): \(kept.reason)")
         }
+        throw ExitCode(1)
     }
 
     /// Whether most entries of the folder hold LZ4 frames (a compressed store's folder).

@@ -106,7 +106,7 @@ case "write-once":
         try store.setValue(Data(arguments[4].utf8), forKey: arguments[3])
         line("ok")
     } catch let error as StoreError {
-        line("failed \(error.code): \(error.message)")
+        line("failed \(error.code): \(error)")
     }
 
 default:

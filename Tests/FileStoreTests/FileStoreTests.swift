@@ -29,6 +29,27 @@ struct FileStoreTests {
     /// The size of an entry's file: the 40-byte header, the key, the value.
     func fileSize(key: String, valueSize: Int) -> Int { 40 + key.utf8.count + valueSize }
 
+    /// The file system's block: what a small file takes on disk.
+    var block: Int { Int(statBuffer(directory.path).st_blksize) }
+
+    /// What the store's own files (marker and journal) take on disk in a new store: a block each.
+    var metadata: Int { 2 * block }
+
+    func statBuffer(_ path: String) -> stat {
+        var info = stat()
+        lstat(path, &info)
+        return info
+    }
+
+    /// The blocks every regular file below the folder takes on disk, as `du` counts them without
+    /// the folders: what the store's `totalSize` plus `metadataSize` must equal.
+    func allocatedBytesOfFiles() throws -> Int {
+        try FileManager.default.subpathsOfDirectory(atPath: directory.path).reduce(0) { total, path in
+            let info = statBuffer(directory.appending(path))
+            return (info.st_mode & S_IFMT) == S_IFREG ? total + Int(info.st_blocks) * 512 : total
+        }
+    }
+
     // MARK: - Conformance
 
     @Test func conformsToStore() async throws {
@@ -85,7 +106,7 @@ struct FileStoreTests {
         #expect(Set(paths).count == keys.count)
         // Every file the store made is an entry file in a shard folder of its directory.
         let everything = try FileManager.default.subpathsOfDirectory(atPath: directory.path)
-            .filter { !$0.hasPrefix("journal") && !Set((0..<256).map { String(format: "%02X", $0) }).contains($0) }
+            .filter { !$0.hasPrefix(".haneke-") && !Set((0..<256).map { String(format: "%02X", $0) }).contains($0) }
         #expect(Set(everything) == Set(paths.map { String($0.dropFirst(directory.path.count + 1)) }))
         #expect(Set(store.keys()) == Set(keys))
     }
@@ -100,21 +121,28 @@ struct FileStoreTests {
 
     // MARK: - Sizes
 
+    /// Sizes are blocks on disk, as `du` counts them: the store's own files included.
     @Test func sizesFollowSetOverwriteRemoveAndRemoveAll() throws {
         let store = try open()
+        #expect(store.totalSize == 0)
+        #expect(store.metadataSize == metadata)
+        #expect(try allocatedBytesOfFiles() == metadata)
         try store.setValue(Data(count: 1000), forKey: "a")
-        #expect(store.totalSize == fileSize(key: "a", valueSize: 1000))
+        #expect(store.totalSize == block)   // 1,041 bytes take a whole block
+        #expect(store.totalSize + store.metadataSize == (try allocatedBytesOfFiles()))
         #expect(store.count == 1)
 
-        try store.setValue(Data(count: 300), forKey: "a")   // the old size is subtracted
-        #expect(store.totalSize == fileSize(key: "a", valueSize: 300))
+        try store.setValue(Data(count: 3 * block), forKey: "a")   // the old size is subtracted
+        #expect(store.totalSize == 4 * block)
+        #expect(store.totalSize + store.metadataSize == (try allocatedBytesOfFiles()))
 
         try store.setValue(Data(count: 50), forKey: "bb")
-        #expect(store.totalSize == fileSize(key: "a", valueSize: 300) + fileSize(key: "bb", valueSize: 50))
+        #expect(store.totalSize == 5 * block)
         #expect(store.count == 2)
 
         try store.removeValue(forKey: "a")
-        #expect(store.totalSize == fileSize(key: "bb", valueSize: 50))
+        #expect(store.totalSize == block)
+        #expect(store.totalSize + store.metadataSize == (try allocatedBytesOfFiles()))
         #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "a")))
 
         try store.removeAll()
@@ -126,9 +154,9 @@ struct FileStoreTests {
     }
 
     @Test func aValueLargerThanTheCapacityIsRefusedAndNothingIsEvicted() throws {
-        let store = try open(capacity: 1000)
+        let store = try open(capacity: metadata + 2 * block)
         try store.setValue(Data(count: 100), forKey: "small")
-        let error = #expect(throws: StoreError.self) { try store.setValue(Data(count: 1000), forKey: "big") }
+        let error = #expect(throws: StoreError.self) { try store.setValue(Data(count: 2 * block), forKey: "big") }
         #expect(error?.code == .valueTooLarge)
         #expect(error?.message.contains("big") == true)
         #expect(try store.value(forKey: "small") == Data(count: 100))
@@ -156,22 +184,22 @@ struct FileStoreTests {
     // MARK: - LRU
 
     @Test func theCapacityEvictsTheLeastRecentlyUsedOnWrite() throws {
-        let entry = fileSize(key: "a", valueSize: 100)
-        let store = try open(capacity: 3 * entry)
+        let store = try open(capacity: metadata + 3 * block)
         for key in ["a", "b", "c"] { try store.setValue(Data(count: 100), forKey: key) }
         _ = try store.value(forKey: "a")                       // reading refreshes recency
         try store.setValue(Data(count: 100), forKey: "d")     // b is the least recently used
         #expect(store.keys() == ["d", "a", "c"])
         #expect(!FileManager.default.fileExists(atPath: store.path(forKey: "b")))
-        #expect(store.totalSize == 3 * entry)
+        #expect(store.totalSize == 3 * block)
         #expect(store.statistics.evictions == 1)
     }
 
     @Test func aLargeWriteEvictsAsManyAsItNeeds() throws {
-        let store = try open(capacity: 1000)
+        let store = try open(capacity: metadata + 10 * block)
         for i in 0..<9 { try store.setValue(Data(count: 50), forKey: "k\(i)") }
-        try store.setValue(Data(count: 800), forKey: "big")
-        #expect(store.totalSize <= 1000)
+        try store.setValue(Data(count: 5 * block), forKey: "big")
+        #expect(store.totalSize + store.metadataSize <= metadata + 10 * block)
+        #expect(store.count == 5)
         #expect(store.keys().first == "big")
         #expect(try entryFiles().count == store.count)
     }
@@ -193,7 +221,8 @@ struct FileStoreTests {
         let reopened = try open()
         #expect(reopened.keys() == ["a", "b", "d", "c"])
         #expect(reopened.count == 4)
-        #expect(reopened.totalSize == 4 * fileSize(key: "a", valueSize: 1))
+        #expect(reopened.totalSize == 4 * block)
+        #expect(reopened.totalSize + reopened.metadataSize == (try allocatedBytesOfFiles()))
     }
 
     @Test func theOrderSurvivesAnExplicitFlushWithoutARelease() throws {
@@ -233,15 +262,15 @@ struct FileStoreTests {
     }
 
     @Test func openingWithASmallerCapacityEvictsTheLeastRecentlyUsedFirst() throws {
-        let entry = fileSize(key: "a", valueSize: 100)
         do {
             let store = try open()
             for key in ["a", "b", "c", "d"] { try store.setValue(Data(count: 100), forKey: key) }
             _ = try store.value(forKey: "a")
         }
-        let smaller = try open(capacity: 2 * entry)
+        let smaller = try open(capacity: metadata + 2 * block)
         #expect(smaller.keys() == ["a", "d"])
-        #expect(smaller.totalSize == 2 * entry)
+        #expect(smaller.totalSize == 2 * block)
+        #expect(smaller.totalSize + smaller.metadataSize == (try allocatedBytesOfFiles()))
         #expect(try entryFiles().count == 2)
     }
 
@@ -260,7 +289,7 @@ struct FileStoreTests {
             let store = try open()
             for key in ["a", "b"] { try store.setValue(Data(count: 10), forKey: key) }
         }
-        try FileManager.default.removeItem(atPath: directory.appending("journal"))
+        try FileManager.default.removeItem(atPath: directory.appending(".haneke-journal"))
         let reopened = try open()
         #expect(reopened.count == 2)
         #expect(Set(reopened.keys()) == ["a", "b"])
@@ -271,7 +300,7 @@ struct FileStoreTests {
         let store = try open()
         for key in ["a", "b", "c"] { try store.setValue(Data(count: 100), forKey: key) }
         _ = try store.value(forKey: "a")
-        store.trim(toSize: fileSize(key: "a", valueSize: 100))
+        try store.trim(toSize: metadata + block)
         #expect(store.keys() == ["a"])
         #expect(try entryFiles().count == 1)
     }
@@ -392,16 +421,21 @@ struct FileStoreTests {
         let shard = directory.appending("AB")
         try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
         let deadPID = try #require((100_000...4_000_000).first { kill(pid_t($0), 0) != 0 && errno == ESRCH })
-        let abandoned = shard + "/.tmp.\(deadPID).1"
-        let live = shard + "/.tmp.\(getpid()).999"
-        _ = FileManager.default.createFile(atPath: abandoned, contents: Data("partial".utf8))
-        _ = FileManager.default.createFile(atPath: live, contents: Data("being written".utf8))
-        try FileManager.default.createDirectory(atPath: directory.appending(".trash.\(deadPID).3/CD"), withIntermediateDirectories: true)
+        let abandoned = shard + "/.haneke-tmp.\(deadPID).1"
+        let abandonedJournal = directory.appending(".haneke-tmp.\(deadPID).2")
+        let live = shard + "/.haneke-tmp.\(getpid()).999"
+        // Names that only look like the store's: never touched.
+        let lookalikes = [shard + "/.tmp.\(deadPID).1", shard + "/.haneke-tmp.0\(deadPID).1", shard + "/.haneke-tmp.\(deadPID).1.bak",
+                          directory.appending(".trash.\(deadPID).3"), directory.appending("journal")]
+        for path in [abandoned, abandonedJournal, live] + lookalikes {
+            _ = FileManager.default.createFile(atPath: path, contents: Data("partial".utf8))
+        }
 
         let store = try open()
         #expect(!FileManager.default.fileExists(atPath: abandoned))
+        #expect(!FileManager.default.fileExists(atPath: abandonedJournal))
         #expect(FileManager.default.fileExists(atPath: live))   // its writer (this process) may still rename it
-        #expect(!FileManager.default.fileExists(atPath: directory.appending(".trash.\(deadPID).3")))
+        for path in lookalikes { #expect(FileManager.default.fileExists(atPath: path), "\(path)") }
         #expect(store.count == 1)
     }
 
@@ -454,8 +488,7 @@ struct FileStoreTests {
     }
 
     @Test func aStoreEvictingAKeyDoesNotDeleteAnotherStoresNewerFileForIt() throws {
-        let entry = fileSize(key: "k0", valueSize: 100)
-        let first = try open(capacity: 3 * entry)
+        let first = try open(capacity: metadata + 3 * block)
         let second = try open(capacity: nil)
         try first.setValue(Data(repeating: 1, count: 100), forKey: "k0")
         try second.setValue(Data(repeating: 2, count: 100), forKey: "k0")   // replaces the file
@@ -482,7 +515,7 @@ struct FileStoreTests {
 
     @Test(arguments: 0..<3)
     func manyTasksOnOneStoreKeepTheIndexAndTheFilesInAgreement(round: Int) async throws {
-        let store = try open(capacity: 200 * fileSize(key: "key-00", valueSize: 1000))
+        let store = try open(capacity: metadata + 200 * block)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask {
@@ -501,7 +534,9 @@ struct FileStoreTests {
         }
         let files = try entryFiles()
         #expect(files.count == store.count)
-        #expect(store.totalSize == files.count * fileSize(key: "key-00", valueSize: 1000))
+        try store.flush()
+        #expect(store.totalSize + store.metadataSize == (try allocatedBytesOfFiles()))
+        #expect(store.totalSize + store.metadataSize <= metadata + 200 * block)
         #expect(try open().count == files.count)
     }
 
@@ -543,15 +578,22 @@ struct FileStoreTests {
 
     @Test func aShardThatIsALinkOutOfTheDirectoryIsNeitherIndexedNorEmptied() throws {
         let outside = try TemporaryDirectory()
-        let precious = outside.appending("D41D8CD98F00B204E9800998ECF8427E")
+        let precious = outside.appending("D41D8CD98F00B204E9800998ECF8427E")   // the name of key ""
         _ = FileManager.default.createFile(atPath: precious, contents: Data("not the cache's".utf8))
+        _ = try open()
         try FileManager.default.createSymbolicLink(atPath: directory.appending("D4"), withDestinationPath: outside.path)
 
         let store = try open()
         #expect(store.count == 0)
+        #expect(try store.value(forKey: "") == nil)
+        let error = #expect(throws: StoreError.self) { try store.setValue(Data("mine".utf8), forKey: "") }
+        #expect(error?.code == .io)
+        #expect(error?.posixCode == .ENOTDIR)
+        #expect(error?.message.contains("not a folder") == true)
         try store.removeAll()
-        #expect(FileManager.default.fileExists(atPath: precious))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["D41D8CD98F00B204E9800998ECF8427E"])
         #expect(try Data(contentsOf: URL(fileURLWithPath: precious)) == Data("not the cache's".utf8))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: directory.appending("D4")) == outside.path)
     }
 
     @Test func aFIFOAtAnEntrysPathIsAMissNotAHang() throws {
@@ -564,14 +606,30 @@ struct FileStoreTests {
         #expect(store.statistics.errors == 1)
     }
 
-    @Test func aFolderAtAnEntrysPathIsAMissAndIsRemoved() throws {
+    @Test func anEmptyFolderAtAnEntrysPathIsAMissAndIsRemoved() throws {
         let store = try open()
         let path = store.path(forKey: "k")
-        try FileManager.default.createDirectory(atPath: path + "/inside", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         #expect(try store.value(forKey: "k") == nil)
         #expect(!FileManager.default.fileExists(atPath: path))
         try store.setValue(Data([7]), forKey: "k")
         #expect(try store.value(forKey: "k") == Data([7]))
+    }
+
+    /// A store never empties a folder it did not make: what is inside stays, reads miss, and writes
+    /// of that key fail with a clear error.
+    @Test func aFolderWithContentsAtAnEntrysPathIsAMissAndIsKept() throws {
+        let store = try open()
+        let path = store.path(forKey: "k")
+        try FileManager.default.createDirectory(atPath: path + "/inside", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: path + "/inside/notes.txt", contents: Data("mine".utf8))
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path + "/inside/notes.txt")) == Data("mine".utf8))
+        let error = #expect(throws: StoreError.self) { try store.setValue(Data([7]), forKey: "k") }
+        #expect(error?.code == .io)
+        #expect(error?.posixCode == .EISDIR)
+        try store.removeAll()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path + "/inside/notes.txt")) == Data("mine".utf8))
     }
 
     @Test func aHugeSparseFileAtAnEntrysPathIsAMissWithoutAllocatingIt() throws {
@@ -591,6 +649,7 @@ struct FileStoreTests {
 
         let error = #expect(throws: StoreError.self) { try store.setValue(Data([1]), forKey: "k") }
         #expect(error?.code == .io)
+        #expect(error?.posixCode == .ENOTDIR)
         #expect(error?.message.contains(store.path(forKey: "k")) == true)
         #expect(try store.value(forKey: "k") == nil)
         try store.setValue(Data([2]), forKey: "other key")   // other shards are unaffected

@@ -95,7 +95,7 @@ struct HanekeToolTests {
         try FileManager.default.createDirectory(atPath: "\(folder)/\(garbageName.prefix(2))", withIntermediateDirectories: true)
         let garbage = "\(folder)/\(garbageName.prefix(2))/\(garbageName)"
         try Data("not a cache file".utf8).write(to: URL(fileURLWithPath: garbage))
-        let leftover = "\(folder)/\(garbageName.prefix(2))/.tmp.999999999.7"
+        let leftover = "\(folder)/\(garbageName.prefix(2))/.haneke-tmp.999999999.7"
         try Data("half".utf8).write(to: URL(fileURLWithPath: leftover))
 
         let check = try Self.haneke("verify", folder, "--quiet")
@@ -137,10 +137,10 @@ struct HanekeToolTests {
         for arguments in [["verify", plain.path, "--repair"], ["trim", plain.path, "--to", "0"]] {
             let run = try Self.haneke(arguments)
             #expect(run.status != 0)
-            #expect(run.stderr.contains("not a Haneke cache folder"))
+            #expect(run.stderr.contains("not a Haneke store folder"))
         }
         #expect(FileManager.default.fileExists(atPath: notes))
-        #expect(!FileManager.default.fileExists(atPath: plain.appending("journal")))
+        #expect(!FileManager.default.fileExists(atPath: plain.appending(".haneke-journal")))
 
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["a"])
@@ -188,12 +188,14 @@ struct HanekeToolTests {
     @Test func trimEvictsTheLeastRecentlyUsed() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: (0..<10).map { "key-\($0)" })
-        let run = try Self.haneke("trim", folder, "--to", "500")
+        // Room for the store's marker and journal and four entries of one block each.
+        let target = try FileStore(directory: folder, configuration: .init(capacity: nil)).metadataSize + 4 * 4096
+        let run = try Self.haneke("trim", folder, "--to", "\(target)")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.output.contains("10 entries"))
         let store = try FileStore(directory: folder, configuration: .init(capacity: nil))
-        #expect(store.totalSize <= 500)
-        #expect(store.count > 0 && store.count < 10)
+        #expect(store.totalSize + store.metadataSize <= target)
+        #expect(store.count == 4)
         // What is left are the most recently written entries.
         #expect(Set(store.keys()) == Set((10 - store.count..<10).map { "key-\($0)" }))
     }

@@ -30,7 +30,7 @@ struct ResourceFaultTests {
         for (key, value) in values {
             #expect(try store.value(forKey: key) == value, "\(key) was damaged")
         }
-        let temporaries = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.contains("/.tmp.") }
+        let temporaries = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.contains(".haneke-tmp.") }
         #expect(temporaries.isEmpty, "\(temporaries)")
     }
 
@@ -51,7 +51,7 @@ struct ResourceFaultTests {
     @Test func aSmallFullFileSystemFailsWritesClearly() throws {
         // A 1 MiB tmpfs where the machine lets us mount one (as root here); a full file system, not a limit.
         let mountPoint = try TemporaryDirectory(prefix: "tmpfs")
-        let mount = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path])
+        let mount = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint.path])
         guard mount.status == 0 else {
             print("tmpfs could not be mounted here (\(mount.stderr.trimmingCharacters(in: .whitespacesAndNewlines))); covered by the RLIMIT_FSIZE test")
             return
@@ -69,7 +69,8 @@ struct ResourceFaultTests {
             }
         }
         #expect(failure?.code == .io)
-        #expect(failure?.message.contains("No space left") == true || failure?.message.contains("ENOSPC") == true || failure?.message.contains("errno 28") == true)
+        #expect(failure?.posixCode == .ENOSPC)
+        #expect("\(failure.map { "\($0)" } ?? "")".contains("No space left on device (errno 28 ENOSPC)"))
         try expectIntact(values, in: mountPoint.path)
         for i in 0..<200 { try? store.removeValue(forKey: "filler-\(i)") }
         try store.setValue(Data(count: 1_000), forKey: "after")
@@ -79,20 +80,26 @@ struct ResourceFaultTests {
     @Test func aFolderTheWriterMayNotWriteFailsClearly() throws {
         let directory = try TemporaryDirectory(prefix: "readonly")
         let values = try storeSomeValues(in: directory.path)
-        let run: ChildProcess.Outcome
-        if getuid() == 0 {
-            // Root writes anywhere: run the writer as `nobody`, who may read the folder but not write it.
-            chmod(directory.path, 0o755)
-            for shard in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
-                chmod(directory.appending(shard), 0o755)
+        // The folder and its shards made read-only for their owner. Root writes anywhere: then the
+        // folder is given to `nobody`, who runs the writer.
+        let asNobody = getuid() == 0
+        func setOwnerAndModes(_ owner: uid_t, _ mode: mode_t) throws {
+            for path in [directory.path] + (try FileManager.default.contentsOfDirectory(atPath: directory.path)).map(directory.appending) {
+                if asNobody { chown(path, owner, owner) }
+                var info = stat()
+                if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { chmod(path, mode) }
             }
+        }
+        try setOwnerAndModes(65534, 0o500)
+        let run: ChildProcess.Outcome
+        if asNobody {
             run = try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "overwritten"])
         } else {
-            chmod(directory.path, 0o555)
-            defer { chmod(directory.path, 0o755) }
             run = try ChildProcess.run(Self.worker, ["write-once", directory.path, "kept-1", "overwritten"])
         }
+        try setOwnerAndModes(getuid(), 0o700)
         #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
+        #expect(run.output.contains("Permission denied (errno 13 EACCES)"), "\(run.output)")
         try expectIntact(values, in: directory.path)
     }
 

@@ -1,6 +1,6 @@
 import Crypto
 
-/// The MD5 of a key's UTF-8 bytes: the name of its file (ISDiskCache's scheme, DESIGN §5).
+/// The MD5 of a key's UTF-8 bytes: the name of its file (ISDiskCache's scheme).
 ///
 /// MD5 is used as a name, not for security: the file's header holds the original key and every read
 /// compares it, so a collision, however unlikely, is a miss and never a wrong value.
@@ -26,10 +26,15 @@ struct KeyDigest: Hashable, Sendable {
     /// Parses 32 upper-case hexadecimal digits; `nil` for anything else (lower case included, so
     /// that a name maps to exactly one digest).
     init?(hex: some StringProtocol) {
+        self.init(hex: hex.utf8)
+    }
+
+    /// Parses 32 upper-case hexadecimal digits given as bytes (a file name as `readdir` gives it).
+    init?(hex: some Sequence<UInt8>) {
         var high: UInt64 = 0
         var low: UInt64 = 0
         var count = 0
-        for byte in hex.utf8 {
+        for byte in hex {
             let nibble: UInt64
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = UInt64(byte - UInt8(ascii: "0"))

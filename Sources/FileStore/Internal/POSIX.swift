@@ -1,22 +1,32 @@
+internal import CFileStoreShims
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
-/// Thin wrappers over the system calls FileStore makes. Foundation's file APIs are avoided on
-/// purpose (shared/TOOLCHAIN.md): every Foundation write calls `fsync`, `replaceItemAt` is broken,
-/// and attribute lookups cost 9–25× a `stat`.
+/// Thin wrappers over the system calls FileStore makes. Below the store's folder every call is
+/// relative to a directory descriptor and never follows a symbolic link (`openat` with
+/// `O_NOFOLLOW`, `fstatat` with `AT_SYMLINK_NOFOLLOW`, `unlinkat`, `renameat`, `mkdirat`), so a
+/// link planted anywhere inside the folder, or swapped in while the store works, cannot lead a
+/// read, a write or a removal out of it.
+///
+/// Foundation's file APIs are avoided on purpose: every Foundation write calls `fsync`,
+/// `replaceItemAt` is broken on Linux, and attribute lookups cost 9–25× a `stat`.
 enum POSIX {
-    /// A failed system call: the call, the path, and `errno`.
-    struct Failure: Error, CustomStringConvertible {
+    /// A failed system call: the call, the path it was about (for messages), and `errno`.
+    struct Failure: Error, CustomStringConvertible, Sendable {
         var call: String
         var path: String
         var code: Int32
 
-        var description: String { "\(call)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code))" }
+        /// The error number as a typed code.
+        var posixCode: POSIXErrorCode? { POSIXErrorCode(rawValue: code) }
+
+        var description: String {
+            let name = posixCode.map { " \($0)" } ?? ""
+            return "\(call)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code)\(name))"
+        }
 
         var isNotFound: Bool { code == ENOENT || code == ENOTDIR }
 
@@ -24,8 +34,92 @@ enum POSIX {
         var isNotARegularFile: Bool { code == EISDIR || code == ESPIPE || code == EINVAL || code == ENXIO }
     }
 
-    static func fail(_ call: String, _ path: String) -> Failure {
-        Failure(call: call, path: path, code: errno)
+    static func fail(_ call: String, _ path: String, code: Int32 = errno) -> Failure {
+        Failure(call: call, path: path, code: code)
+    }
+
+    // MARK: - Folders
+
+    /// Opens the folder at `path` (the store's own folder: links in the path the caller gave are
+    /// followed, as for any path a user passes), for use as the base of the `*at` calls.
+    static func openFolder(atPath path: String) throws(Failure) -> Int32 {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw fail("open", path) }
+        return fd
+    }
+
+    /// Opens the folder `name` inside `directory`, never following a link: a link (or a file) where
+    /// the folder should be fails with `ENOTDIR`. `forListing` opens it for `readdir`; otherwise
+    /// the descriptor (`O_PATH`) only serves as the base of `*at` calls, which is cheaper.
+    static func openFolder(_ name: UnsafePointer<CChar>, in directory: Int32, forListing: Bool = false, path: @autoclosure () -> String) throws(Failure) -> Int32? {
+        let flags = (forListing ? O_RDONLY : haneke_o_path()) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        let fd = retryingOnInterrupt { openat(directory, name, flags) }
+        if fd >= 0 { return fd }
+        if errno == ENOENT { return nil }
+        throw fail("openat", path())
+    }
+
+    /// Creates the folder `name` inside `directory`; `false` when something already has that name.
+    static func makeFolder(_ name: UnsafePointer<CChar>, in directory: Int32, mode: mode_t, path: @autoclosure () -> String) throws(Failure) -> Bool {
+        if mkdirat(directory, name, mode) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw fail("mkdirat", path())
+    }
+
+    /// Creates the folder at `path` and any missing parents (with `mode`); an existing folder is fine.
+    /// For the store's own folder and its parents, which the caller named.
+    static func makeFolders(atPath path: String, mode: mode_t) throws(Failure) {
+        if mkdir(path, mode) == 0 || errno == EEXIST { return }
+        let failure = fail("mkdir", path)
+        guard failure.code == ENOENT else { throw failure }
+        let parent = parentPath(of: path)
+        guard parent != path, !parent.isEmpty else { throw failure }
+        try makeFolders(atPath: parent, mode: mode)
+        if mkdir(path, mode) == 0 || errno == EEXIST { return }
+        throw fail("mkdir", path)
+    }
+
+    static func parentPath(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    /// Removes the folder `name` inside `directory` if it is empty (`rmdir`: never recursive, so it
+    /// cannot be led anywhere); `false` when it is not empty or not there.
+    @discardableResult
+    static func removeEmptyFolder(_ name: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) -> Bool {
+        if unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
+        switch errno {
+        case ENOENT, ENOTEMPTY, EEXIST: return false
+        default: throw fail("unlinkat", path())
+        }
+    }
+
+    /// Calls `body` with the name of each entry of the folder open as `directory` (not `.` and
+    /// `..`), as the bytes the file system holds. The listing uses a descriptor of its own.
+    static func forEachName(in directory: Int32, path: @autoclosure () -> String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) throws(Failure) {
+        let fd = retryingOnInterrupt { openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw fail("openat", path()) }
+        guard let stream = fdopendir(fd) else {
+            let failure = fail("fdopendir", path())
+            Glibc.close(fd)
+            throw failure
+        }
+        defer { closedir(stream) }
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw fail("readdir", path()) }
+                return
+            }
+            let start = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            let name = UnsafeBufferPointer(start: start.assumingMemoryBound(to: UInt8.self), count: strlen(start.assumingMemoryBound(to: CChar.self)))
+            if name.count == 1 && name[0] == 0x2E { continue }
+            if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { continue }
+            body(name)
+        }
     }
 
     // MARK: - Files
@@ -34,40 +128,72 @@ enum POSIX {
     enum Opened {
         case file(Int32)
         case missing
-        /// A symbolic link: never followed, so a planted link cannot make the store read elsewhere.
+        /// A symbolic link at the entry's name or its shard's: never followed.
         case symbolicLink
     }
 
-    /// Opens `path` for reading without following a symbolic link and without blocking (a FIFO
-    /// planted at an entry's path must not hang a read: it opens, and reading it fails).
-    static func openEntry(_ path: String) throws(Failure) -> Opened {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
-        if fd >= 0 { return .file(fd) }
-        let failure = fail("open", path)
-        if failure.isNotFound { return .missing }
-        if failure.code == ELOOP { return .symbolicLink }
-        throw failure
-    }
+    /// Whether this kernel has `openat2` (Linux 5.6 and later); cleared at the first `ENOSYS`.
+    private static let hasOpenat2 = Atomic<Bool>(true)
 
-    /// Opens `path` for reading; `nil` when it does not exist.
-    static func openForReading(_ path: String) throws(Failure) -> Int32? {
-        switch try openEntry(path) {
-        case .file(let fd): return fd
-        case .missing: return nil
-        case .symbolicLink: throw Failure(call: "open", path: path, code: ELOOP)
+    /// Opens `<shard>/<name>` below `root` for reading, following no link in either component and
+    /// without blocking (a FIFO planted at an entry's path must not hang a read: it opens, and
+    /// reading it fails). One `openat2` with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` where the
+    /// kernel has it; otherwise the shard folder, then the file, each with `O_NOFOLLOW`.
+    static func openEntry(in root: Int32, shard: String, name: String, path: @autoclosure () -> String) throws(Failure) -> Opened {
+        let flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+        if hasOpenat2.load(ordering: .relaxed) {
+            var relative = shard
+            relative += "/"
+            relative += name
+            while true {
+                let fd = haneke_openat2_beneath(root, relative, flags)
+                if fd >= 0 { return .file(fd) }
+                switch errno {
+                case EINTR, EAGAIN: continue
+                case ENOENT, ENOTDIR: return .missing
+                case ELOOP, EXDEV: return .symbolicLink
+                case ENOSYS, EPERM, E2BIG: hasOpenat2.store(false, ordering: .relaxed)
+                default: throw fail("openat2", path())
+                }
+                break
+            }
+        }
+        let shardFolder: Int32
+        do {
+            guard let opened = try openFolder(shard, in: root, path: path()) else { return .missing }
+            shardFolder = opened
+        } catch where error.code == ENOTDIR {
+            return .missing
+        }
+        defer { Glibc.close(shardFolder) }
+        let fd = retryingOnInterrupt { openat(shardFolder, name, flags) }
+        if fd >= 0 { return .file(fd) }
+        switch errno {
+        case ENOENT, ENOTDIR: return .missing
+        case ELOOP: return .symbolicLink
+        default: throw fail("openat", path())
         }
     }
 
-    /// Creates `path`, which must not exist, for writing.
-    static func createExclusively(_ path: String) throws(Failure) -> Int32 {
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { throw fail("open", path) }
+    /// Opens the file `name` inside `directory` with `flags` (to which `O_NOFOLLOW | O_CLOEXEC`
+    /// are added); `nil` when it does not exist.
+    static func openFile(_ name: UnsafePointer<CChar>, in directory: Int32, flags: Int32, mode: mode_t = 0, path: @autoclosure () -> String) throws(Failure) -> Int32? {
+        let fd = retryingOnInterrupt { openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
+        if fd >= 0 { return fd }
+        if errno == ENOENT { return nil }
+        throw fail("openat", path())
+    }
+
+    /// Creates the file `name` inside `directory`, which must not exist, for writing.
+    static func createExclusively(_ name: UnsafePointer<CChar>, in directory: Int32, mode: mode_t, path: @autoclosure () -> String) throws(Failure) -> Int32 {
+        let fd = retryingOnInterrupt { openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        guard fd >= 0 else { throw fail("openat", path()) }
         return fd
     }
 
     /// Reads up to `count` bytes into `buffer` at `offset` in the file, stopping early only at the end
     /// of the file; returns the number read.
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int, path: String) throws(Failure) -> Int {
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int, path: @autoclosure () -> String) throws(Failure) -> Int {
         var done = 0
         while done < count {
             let n = pread(fd, buffer + done, count - done, off_t(offset + done))
@@ -76,14 +202,24 @@ enum POSIX {
             } else if n == 0 {
                 break
             } else if errno != EINTR {
-                throw fail("pread", path)
+                throw fail("pread", path())
             }
         }
         return done
     }
 
+    /// Reads a whole small file (at most `limit` bytes are read).
+    static func readAll(_ fd: Int32, limit: Int, path: @autoclosure () -> String) throws(Failure) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: limit)
+        let result = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(Failure) -> Int in try read(fd, into: buffer.baseAddress!, count: limit, at: 0, path: path()) }
+        }
+        let count = try result.get()
+        return Array(bytes[0..<count])
+    }
+
     /// Writes every byte of `first` then `second`.
-    static func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: String) throws(Failure) {
+    static func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws(Failure) {
         var vectors = [
             iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
             iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count),
@@ -97,7 +233,7 @@ enum POSIX {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw fail("writev", path)
+                throw fail("writev", path())
             }
             remaining -= n
             var written = n
@@ -113,188 +249,65 @@ enum POSIX {
 
     /// Appends every byte of `bytes` (the file must be open with `O_APPEND`). If only part could be
     /// written (a full disk), the file is cut back to its old length, so it never ends in half a record.
-    static func append(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(Failure) {
+    static func append(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws(Failure) {
         let before = lseek(fd, 0, SEEK_END)
         do {
-            try writeAll(fd, bytes, UnsafeRawBufferPointer(start: nil, count: 0), path: path)
+            try writeAll(fd, bytes, UnsafeRawBufferPointer(start: nil, count: 0), path: path())
         } catch {
             if before >= 0 { _ = ftruncate(fd, before) }
             throw error
         }
     }
 
-    /// Creates `path` for writing, replacing a leftover file of the same name.
-    static func createExclusivelyReplacing(_ path: String) throws(Failure) -> Int32 {
-        _ = Glibc.unlink(path)
-        return try createExclusively(path)
+    /// Appends every byte of `bytes` (see ``append(_:_:path:)-(_,UnsafeRawBufferPointer,_)``).
+    static func append(_ fd: Int32, _ bytes: [UInt8], path: @autoclosure () -> String) throws(Failure) {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(Failure) in try append(fd, buffer, path: path()) }
+        }
+        try result.get()
     }
 
-    static func synchronize(_ fd: Int32, path: String) throws(Failure) {
-        guard retryingOnInterrupt({ fsync(fd) }) == 0 else { throw fail("fsync", path) }
-    }
-
-    /// Flushes a directory's entries (a rename into it) to the disk.
-    static func synchronizeDirectory(_ path: String) throws(Failure) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw fail("open", path) }
-        defer { close(fd) }
-        try synchronize(fd, path: path)
+    static func synchronize(_ fd: Int32, path: @autoclosure () -> String) throws(Failure) {
+        guard retryingOnInterrupt({ fsync(fd) }) == 0 else { throw fail("fsync", path()) }
     }
 
     static func close(_ fd: Int32) {
         _ = Glibc.close(fd)
     }
 
-    static func size(of fd: Int32, path: String) throws(Failure) -> Int {
+    /// What `fstat` says of an open file.
+    static func status(of fd: Int32, path: @autoclosure () -> String) throws(Failure) -> FileStatus {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw fail("fstat", path) }
-        return Int(info.st_size)
+        guard fstat(fd, &info) == 0 else { throw fail("fstat", path()) }
+        return FileStatus(info)
     }
 
-    /// The identity (device, inode) of an open file, to tell a file from its replacement.
-    static func identity(of fd: Int32, path: String) throws(Failure) -> FileIdentity {
+    /// What `fstatat` says of `name` inside `directory`, not following a link; `nil` when there is
+    /// nothing (or it cannot be examined).
+    static func status(of name: UnsafePointer<CChar>, in directory: Int32) -> FileStatus? {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw fail("fstat", path) }
-        return FileIdentity(info)
-    }
-
-    /// The identity of whatever is at `path` (a link is not followed), or `nil` when there is nothing.
-    static func identity(ofPath path: String) -> FileIdentity? {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
-        return FileIdentity(info)
+        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return FileStatus(info)
     }
 
     // MARK: - Names
 
-    static func rename(_ from: String, _ to: String) throws(Failure) {
-        guard Glibc.rename(from, to) == 0 else { throw fail("rename", "\(from) → \(to)") }
+    /// Renames `from` to `to`, both inside `directory`, atomically replacing what `to` named (a
+    /// link at `to` is replaced, never followed).
+    static func rename(_ from: UnsafePointer<CChar>, to: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) {
+        guard renameat(directory, from, directory, to) == 0 else { throw fail("renameat", path()) }
     }
 
-    /// Removes a file; `false` when it did not exist.
+    /// Removes `name` inside `directory` (a file, or a link itself, never what it points to);
+    /// `false` when it did not exist.
     @discardableResult
-    static func unlink(_ path: String) throws(Failure) -> Bool {
-        if Glibc.unlink(path) == 0 { return true }
-        let failure = fail("unlink", path)
-        if failure.isNotFound { return false }
-        throw failure
+    static func unlink(_ name: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) -> Bool {
+        if unlinkat(directory, name, 0) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw fail("unlinkat", path())
     }
 
-    /// Creates `path` and any missing parents; an existing directory is fine.
-    static func makeDirectories(_ path: String) throws(Failure) {
-        if mkdir(path, 0o755) == 0 { return }
-        let failure = fail("mkdir", path)
-        switch failure.code {
-        case EEXIST:
-            var info = stat()
-            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
-            throw Failure(call: "mkdir", path: path, code: ENOTDIR)
-        case ENOENT:
-            let parent = parentPath(of: path)
-            guard parent != path, !parent.isEmpty else { throw failure }
-            try makeDirectories(parent)
-            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
-            throw fail("mkdir", path)
-        default:
-            throw failure
-        }
-    }
-
-    static func parentPath(of path: String) -> String {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
-    }
-
-    /// Removes whatever is at `path`: a file, a link (never what it points to), or a directory and
-    /// everything in it. Nothing there is fine.
-    static func removeTree(_ path: String) throws(Failure) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
-            let failure = fail("lstat", path)
-            if failure.isNotFound { return }
-            throw failure
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            try unlink(path)
-            return
-        }
-        // O_NOFOLLOW: if the directory was swapped for a link since the lstat, do not descend into it.
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0, let directory = fdopendir(fd) else {
-            let failure = fail("open", path)
-            if fd >= 0 { Glibc.close(fd) }
-            if failure.isNotFound { return }
-            throw failure
-        }
-        var children: [String] = []
-        while let entry = readdir(directory) {
-            let name = entryName(entry)
-            if name != "." && name != ".." { children.append(name) }
-        }
-        closedir(directory)
-        for child in children {
-            try removeTree(path + "/" + child)
-        }
-        guard rmdir(path) == 0 else {
-            let failure = fail("rmdir", path)
-            if failure.isNotFound { return }
-            throw failure
-        }
-    }
-
-    // MARK: - Listing
-
-    /// What `fstat` says of a name inside an open directory (a link is not followed).
-    struct Status {
-        var isFile: Bool
-        var isDirectory: Bool
-        var size: Int
-        /// Modification time, milliseconds since 1970.
-        var modified: Int64
-        var identity: FileIdentity
-    }
-
-    static func statusOf(_ name: String, inDirectory dirfd: Int32) -> Status? {
-        var info = stat()
-        guard fstatat(dirfd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
-        let type = info.st_mode & S_IFMT
-        return Status(isFile: type == S_IFREG, isDirectory: type == S_IFDIR, size: Int(info.st_size), modified: modified, identity: FileIdentity(info))
-    }
-
-    /// Calls `body` with the name of each entry of a directory (not `.` and `..`) and the
-    /// directory's descriptor, for `fstatat` and `unlinkat`. `false` when the directory does not
-    /// exist or is not a directory.
-    static func forEachEntry(in path: String, _ body: (_ name: String, _ directory: Int32) -> Void) throws(Failure) -> Bool {
-        guard let directory = opendir(path) else {
-            let failure = fail("opendir", path)
-            if failure.isNotFound { return false }
-            throw failure
-        }
-        defer { closedir(directory) }
-        let descriptor = dirfd(directory)
-        while let entry = readdir(directory) {
-            let name = entryName(entry)
-            if name == "." || name == ".." { continue }
-            body(name, descriptor)
-        }
-        return true
-    }
-
-    /// Removes a file inside an open directory; failures are ignored (used for clean-up).
-    static func unlink(_ name: String, inDirectory directory: Int32) {
-        _ = unlinkat(directory, name, 0)
-    }
-
-    private static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
-        withUnsafePointer(to: entry.pointee.d_name) { pointer in
-            pointer.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
-        }
-    }
-
-    // MARK: - Processes
+    // MARK: - Processes and users
 
     /// Whether a process with this id exists (used to tell a live writer's temporary file from a
     /// crashed one's).
@@ -303,6 +316,8 @@ enum POSIX {
     }
 
     static var processID: Int32 { getpid() }
+
+    static var effectiveUserID: UInt32 { geteuid() }
 
     private static func retryingOnInterrupt(_ call: () -> Int32) -> Int32 {
         while true {
@@ -316,22 +331,47 @@ enum POSIX {
 struct FileIdentity: Hashable, Sendable {
     var device: UInt64
     var inode: UInt64
+}
+
+/// What `stat` says of a file, in the units FileStore uses.
+struct FileStatus: Sendable {
+    enum Kind: Sendable {
+        case file, folder, symbolicLink, other
+    }
+
+    var kind: Kind
+    /// The length in bytes.
+    var size: Int
+    /// The bytes allocated on disk (`st_blocks × 512`, what `du` counts).
+    var allocated: Int
+    /// Modification time, milliseconds since 1970.
+    var modified: Int64
     /// The number of names the file has; 0 once it has been removed.
     var links: Int
-    /// The file's size in bytes.
-    var size: Int
-    /// Whether it is a regular file.
-    var isRegularFile: Bool
+    var owner: UInt32
+    /// The permission bits (including set-group-ID and sticky).
+    var permissions: UInt32
+    /// The file system's preferred block size for this file (`st_blksize`).
+    var blockSize: Int
+    var identity: FileIdentity
 
     init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        links = Int(info.st_nlink)
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .file
+        case S_IFDIR: kind = .folder
+        case S_IFLNK: kind = .symbolicLink
+        default: kind = .other
+        }
         size = Int(info.st_size)
-        isRegularFile = (info.st_mode & S_IFMT) == S_IFREG
+        allocated = Int(info.st_blocks) * 512
+        modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
+        links = Int(info.st_nlink)
+        owner = UInt32(info.st_uid)
+        permissions = UInt32(info.st_mode & 0o7777)
+        blockSize = Int(info.st_blksize)
+        identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
-    func isSameFile(as other: FileIdentity) -> Bool {
-        device == other.device && inode == other.inode
-    }
+    var isFile: Bool { kind == .file }
+    var isFolder: Bool { kind == .folder }
 }

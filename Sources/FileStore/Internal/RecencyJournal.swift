@@ -1,21 +1,21 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
 #endif
 
-/// The FileStore's own record of recency (DESIGN §5: not atime, not creation dates, not xattrs):
-/// an append-only file `journal` in the store's directory, of 25-byte records — a kind (access,
-/// removal, clear), the key's digest, and a time in milliseconds.
+/// The FileStore's own record of recency (not atime, not creation dates, not xattrs): an
+/// append-only file `.haneke-journal` in the store's folder, of 25-byte records — a kind (access,
+/// removal, session start), the key's digest, and a time in milliseconds.
 ///
-/// Records are buffered in memory and appended 4 KiB at a time, so reads do not pay a system call
-/// each; a crash loses at most the last buffer, which only makes the recovered order slightly older.
-/// The store rewrites the journal from its index when it opens and whenever the journal has grown
-/// to several records per entry, so its size stays proportional to the number of entries.
+/// Records are buffered in memory and appended a few KiB at a time, so reads do not pay a system
+/// call each. A buffer reaches the file when it is full, when the store's flush timer fires (at
+/// most ``FileStore/Configuration/recencyFlushInterval`` after its first record), when the
+/// process exits through `exit()`, and when the store is released: a killed process loses at most
+/// the last interval, which only makes the recovered order slightly older. The store rewrites the
+/// journal from its index when it opens and whenever the journal has grown to several records per
+/// entry, so its size stays proportional to the number of entries.
 final class RecencyJournal: Sendable {
-    static let fileName = "journal"
     static let magic: [UInt8] = Array("HNKJ".utf8) + [1, 0, 0, 0]
     static let recordSize = 25
     /// The largest journal read when a store opens: room for millions of records.
@@ -25,8 +25,7 @@ final class RecencyJournal: Sendable {
     enum Kind: UInt8, Sendable {
         case access = 1
         case removal = 2
-        case clear = 3
-        /// A store opened the directory at this time (the digest is unused): the start of a session.
+        /// A store opened the folder at this time (the digest is unused): the start of a session.
         case session = 4
     }
 
@@ -36,35 +35,58 @@ final class RecencyJournal: Sendable {
         var time: Int64
     }
 
-    private struct FileState: Sendable {
-        var descriptor: Int32 = -1
-        var records = 0
+    /// What the caller of ``append(_:)`` should do next.
+    enum Advice {
+        /// Nothing: the record waits in the buffer, and a flush is already due.
+        case none
+        /// The buffer is full: flush it now.
+        case flushNow
+        /// This is the first record since the last timed flush: schedule one.
+        case scheduleFlush
     }
 
-    let path: String
-    private let directory: String
-    private let pending = Locked<[UInt8]>([])
+    private struct Pending: Sendable {
+        var bytes: [UInt8] = []
+        var flushScheduled = false
+    }
+
+    private struct FileState: Sendable {
+        var descriptor: Int32 = -1
+        /// The folder's generation the descriptor was opened in (see ``StoreFolder/generation``).
+        var generation = -1
+        var records = 0
+        var allocated = 0
+    }
+
+    let folder: StoreFolder
+    private let pending = Locked(Pending())
     private let file = Locked(FileState())
 
-    init(directory: String) {
-        self.directory = directory
-        self.path = directory + "/" + Self.fileName
+    init(folder: StoreFolder) {
+        self.folder = folder
+        _ = Self.exitHandler
+        Self.live.withLock { $0[ObjectIdentifier(self)] = WeakJournal(journal: self) }
     }
 
     deinit {
+        Self.live.withLock { $0[ObjectIdentifier(self)] = nil }
         file.withLock { state in
             if state.descriptor >= 0 { POSIX.close(state.descriptor) }
         }
     }
 
+    private var path: String { folder.path(of: StoreNames.journal) }
+
     /// The records of the journal file, oldest first. A missing, foreign or partly written file
     /// gives what could be read: recency is a hint, never a reason to fail opening a store.
-    static func readRecords(directory: String) -> [Record] {
-        let path = directory + "/" + fileName
-        guard let fd = try? POSIX.openForReading(path) else { return [] }
+    static func readRecords(in folder: StoreFolder) -> [Record] {
+        let path = folder.path(of: StoreNames.journal)
+        guard let fd = try? POSIX.openFile(StoreNames.journal, in: folder.descriptor, flags: O_RDONLY | O_NONBLOCK, path: path) else { return [] }
         defer { POSIX.close(fd) }
         // A journal is a hint; one too large to be ours (or a planted one) is ignored, not loaded.
-        guard let size = try? POSIX.size(of: fd, path: path), size >= magic.count, size <= maximumReadSize else { return [] }
+        guard let status = try? POSIX.status(of: fd, path: path), status.isFile,
+              status.size >= magic.count, status.size <= maximumReadSize else { return [] }
+        let size = status.size
         var bytes = [UInt8](repeating: 0, count: size)
         let read = bytes.withUnsafeMutableBytes { buffer in
             (try? POSIX.read(fd, into: buffer.baseAddress!, count: size, at: 0, path: path)) ?? 0
@@ -87,80 +109,117 @@ final class RecencyJournal: Sendable {
         return records
     }
 
-    /// Buffers a record; returns `true` when the buffer is full and should be flushed.
-    func append(_ record: Record) -> Bool {
-        pending.withLock { buffer in
-            Self.encode(record, into: &buffer)
-            return buffer.count >= Self.flushThreshold
+    /// Buffers a record and says whether a flush is needed now or should be scheduled.
+    func append(_ record: Record) -> Advice {
+        pending.withLock { pending in
+            Self.encode(record, into: &pending.bytes)
+            if pending.bytes.count >= Self.flushThreshold { return .flushNow }
+            if pending.flushScheduled { return .none }
+            pending.flushScheduled = true
+            return .scheduleFlush
         }
+    }
+
+    /// Called when a scheduled flush runs, before it flushes: records buffered from now on
+    /// schedule the next one.
+    func scheduledFlushBegins() {
+        pending.withLock { $0.flushScheduled = false }
     }
 
     /// The number of records in the file (not counting the buffer).
     var recordsInFile: Int { file.withLock { $0.records } }
 
-    /// Appends the buffered records to the file, creating it again if it was deleted.
+    /// The bytes the journal file takes on disk, as of its last flush or rewrite.
+    var allocatedSize: Int { file.withLock { $0.allocated } }
+
+    /// Appends the buffered records to the file, creating it again if it was deleted. Never creates
+    /// the store's folder: when that is gone, the records are dropped with an error.
     func flush() throws {
         try file.withLock { state throws in
-            let bytes = pending.withLock { buffer in
-                defer { buffer.removeAll(keepingCapacity: true) }
-                return buffer
+            let bytes = pending.withLock { pending in
+                defer { pending.bytes.removeAll(keepingCapacity: true) }
+                return pending.bytes
             }
             guard !bytes.isEmpty else { return }
             try ensureOpen(&state)
-            try bytes.withUnsafeBytes { buffer throws in
-                try POSIX.append(state.descriptor, buffer, path: path)
-            }
+            try POSIX.append(state.descriptor, bytes, path: path)
             state.records += bytes.count / Self.recordSize
+            state.allocated = (try? POSIX.status(of: state.descriptor, path: path).allocated) ?? state.allocated
         }
     }
 
-    /// Replaces the journal with `records` (oldest first), atomically.
+    /// Replaces the journal with `records` (oldest first), atomically: a temporary file in the
+    /// store's folder, then `renameat` over the journal (replacing whatever was at its name, a
+    /// link included, never following it).
     func rewrite(with records: [Record]) throws {
         var bytes = Self.magic
         bytes.reserveCapacity(Self.magic.count + records.count * Self.recordSize)
         for record in records { Self.encode(record, into: &bytes) }
         try file.withLock { state throws in
-            let temporary = path + ".tmp.\(POSIX.processID)"
-            try POSIX.makeDirectories(directory)
-            let fd = try POSIX.createExclusivelyReplacing(temporary)
+            let root = folder.descriptor
+            let temporary = StoreNames.temporary()
+            let fd = try folder.createFile(temporary, in: root, path: folder.path(of: temporary))
             do {
-                try bytes.withUnsafeBytes { buffer throws in
-                    try POSIX.append(fd, buffer, path: temporary)
-                }
+                try POSIX.append(fd, bytes, path: folder.path(of: temporary))
                 POSIX.close(fd)
-                try POSIX.rename(temporary, path)
+                try POSIX.rename(temporary, to: StoreNames.journal, in: root, path: path)
             } catch {
                 POSIX.close(fd)
-                _ = try? POSIX.unlink(temporary)
+                _ = try? POSIX.unlink(temporary, in: root, path: folder.path(of: temporary))
                 throw error
             }
             if state.descriptor >= 0 { POSIX.close(state.descriptor) }
             state.descriptor = -1
-            state.records = records.count
             try ensureOpen(&state)
+            state.records = records.count
         }
     }
 
-    /// Forgets the buffered records (after `removeAll`, which rewrites the journal).
+    /// Forgets the buffered records (before `removeAll` rewrites the journal).
     func discardPending() {
-        pending.withLock { $0.removeAll(keepingCapacity: true) }
+        pending.withLock { $0.bytes.removeAll(keepingCapacity: true) }
     }
 
     private func ensureOpen(_ state: inout FileState) throws {
         if state.descriptor >= 0 {
-            // The directory may have been deleted behind the store's back: start a new journal.
-            if let identity = try? POSIX.identity(of: state.descriptor, path: path), identity.links > 0 { return }
+            // The journal, or the whole folder, may have been deleted behind the store's back.
+            if state.generation == folder.generation,
+               let status = try? POSIX.status(of: state.descriptor, path: path), status.links > 0 { return }
             POSIX.close(state.descriptor)
             state.descriptor = -1
-            state.records = 0
         }
-        try POSIX.makeDirectories(directory)
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw POSIX.fail("open", path) }
-        if try POSIX.size(of: fd, path: path) == 0 {
-            try Self.magic.withUnsafeBytes { buffer throws in try POSIX.append(fd, buffer, path: path) }
+        let root = folder.descriptor
+        let generation = folder.generation
+        var fd: Int32 = -1
+        for attempt in 0..<2 {
+            do {
+                // `nil`: not even `O_CREAT` could make it, so the store's folder itself is gone.
+                guard let opened = try POSIX.openFile(StoreNames.journal, in: root, flags: O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK, mode: folder.access.fileMode, path: path) else {
+                    throw POSIX.fail("openat", path, code: ENOENT)
+                }
+                fd = opened
+                break
+            } catch let failure as POSIX.Failure where attempt == 0 && (failure.code == ELOOP || failure.code == ENXIO) {
+                // A link or a FIFO at the journal's name: the name is the store's, the thing is not
+                // a journal. Remove it (a link itself, never what it points to) and start a new one.
+                try POSIX.unlink(StoreNames.journal, in: root, path: path)
+            }
+        }
+        do {
+            let status = try POSIX.status(of: fd, path: path)
+            guard status.isFile else { throw POSIX.fail("open", path, code: EINVAL) }
+            if folder.access == .ownerAndGroup { _ = fchmod(fd, folder.access.fileMode) }
+            if status.size == 0 {
+                try POSIX.append(fd, Self.magic, path: path)
+            }
+            state.records = max(0, status.size - Self.magic.count) / Self.recordSize
+            state.allocated = (try? POSIX.status(of: fd, path: path).allocated) ?? status.allocated
+        } catch {
+            POSIX.close(fd)
+            throw error
         }
         state.descriptor = fd
+        state.generation = generation
     }
 
     private static func encode(_ record: Record, into buffer: inout [UInt8]) {
@@ -169,5 +228,25 @@ final class RecencyJournal: Sendable {
         for i in (0..<8).reversed() { buffer.append(UInt8(truncatingIfNeeded: record.digest.low >> (8 * i))) }
         let time = UInt64(bitPattern: record.time)
         for i in 0..<8 { buffer.append(UInt8(truncatingIfNeeded: time >> (8 * i))) }
+    }
+
+    // MARK: - Exit
+
+    private struct WeakJournal: Sendable {
+        weak var journal: RecencyJournal?
+    }
+
+    /// Every journal alive in the process, for the flush at exit.
+    private static let live = Locked<[ObjectIdentifier: WeakJournal]>([:])
+
+    /// Installed once: `exit()` (a plain `exit(0)` included) flushes every journal's buffer, so a
+    /// process that never releases its stores (a global, a `Shared` cache) keeps its recency.
+    private static let exitHandler: Void = {
+        atexit { RecencyJournal.flushEveryJournal() }
+    }()
+
+    private static func flushEveryJournal() {
+        let journals = live.withLock { $0.values.compactMap(\.journal) }
+        for journal in journals { try? journal.flush() }
     }
 }

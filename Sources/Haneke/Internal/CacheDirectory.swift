@@ -1,19 +1,42 @@
 import Foundation
 
-/// Where caches keep their files: `$XDG_CACHE_HOME/haneke/<name>/<format>`, or `~/.cache/haneke/...`
-/// when `XDG_CACHE_HOME` is not set (the XDG base-directory convention), or the temporary folder
-/// when there is no home either.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where caches keep their files, by the XDG base-directory convention:
+/// `$XDG_CACHE_HOME/haneke/<name>`, else `$HOME/.cache/haneke/<name>`, else the `.cache` folder in
+/// the home folder the password database gives the user (a system service often runs with no
+/// `HOME`). There is no fallback to a fixed name in a shared folder such as `/tmp`: another user
+/// could create it first and plant values there. With no home at all, the cache keeps its values
+/// in memory only.
 enum CacheDirectory {
-    static func root(forCacheNamed name: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    static func root(
+        forCacheNamed name: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        homeFromPasswordDatabase: () -> String? = homeFolderOfEffectiveUser
+    ) -> String? {
         let base: String
         if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
             base = xdg
         } else if let home = environment["HOME"], home.hasPrefix("/") {
             base = home + "/.cache"
+        } else if let home = homeFromPasswordDatabase() {
+            base = home + "/.cache"
         } else {
-            base = NSTemporaryDirectory() + "haneke-\(getuid())"
+            return nil
         }
         return base + "/haneke/" + pathComponent(name)
+    }
+
+    /// The home folder of the effective user in the password database, or `nil`.
+    static func homeFolderOfEffectiveUser() -> String? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getpwuid_r(geteuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let directory = entry.pw_dir else { return nil }
+        let home = String(cString: directory)
+        return home.hasPrefix("/") ? home : nil
     }
 
     /// A cache or format name as one safe path component: letters, digits, `.`, `_` and `-` stay,

@@ -1,0 +1,400 @@
+import HanekeProtocols
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A store's folder, held open: every file operation below it goes through this descriptor (and
+/// descriptors of the shard folders opened from it, never following a link), so nothing inside the
+/// folder can redirect the store elsewhere.
+///
+/// The folder is the store's only if it says so: a marker file `.haneke-store` (magic `HNKS` and
+/// a format version) is written when a store creates the folder or finds it empty, and an existing
+/// folder without one is refused. A store's folder must belong to the user running the process
+/// and must not be writable by others (by the group only with ``FileStore/Access/ownerAndGroup``).
+final class StoreFolder: Sendable {
+    /// What the folder is opened for.
+    enum Purpose: Equatable {
+        /// A store: created when missing (with its parents), adopted when empty, ownership checked.
+        case store
+        /// Reading only (`haneke inspect`, `get`, `stats`, `verify`): must exist and be a store's;
+        /// any owner.
+        case inspection
+        /// Removing files (`haneke verify --repair`): must exist and be a store's; ownership checked.
+        case repair
+    }
+
+    /// The magic and format version at the start of the marker file.
+    static let markerMagic: [UInt8] = Array("HNKS".utf8) + [1, 0, 0, 0]
+    static let markerVersion: UInt8 = 1
+    private static let markerText = Array("""
+
+    This folder is a Haneke FileStore. Its files are named by the MD5 of their keys and are \
+    managed by the store: it deletes them as it sees fit. Do not keep other files here.
+
+    """.utf8)
+
+    let path: String
+    let access: FileStore.Access
+    private let current: Atomic<Int32>
+    private let reopenings = Atomic<Int>(0)
+    /// Descriptors of folders that were deleted behind the store's back, replaced by a new folder:
+    /// closed only when the store goes, since another thread may still be using one.
+    private let retired = Locked<[Int32]>([])
+
+    /// Opens (and for a store, creates) the folder at `path`.
+    /// - Throws: `StoreError` with code `notAStore` for a folder that is not a store's,
+    ///   `unsafeDirectory` for one that belongs to another user or others may write, `io` when it
+    ///   cannot be created or opened.
+    init(path: String, access: FileStore.Access, purpose: Purpose) throws(StoreError) {
+        self.path = path
+        self.access = access
+        self.current = Atomic(try Self.open(path, access: access, purpose: purpose))
+    }
+
+    deinit {
+        POSIX.close(current.load(ordering: .acquiring))
+        for descriptor in retired.withLock({ $0 }) { POSIX.close(descriptor) }
+    }
+
+    /// The folder's descriptor, the base of every `*at` call.
+    var descriptor: Int32 { current.load(ordering: .acquiring) }
+
+    /// How many times the folder was opened again after being deleted behind the store's back.
+    var generation: Int { reopenings.load(ordering: .acquiring) }
+
+    func path(of name: String) -> String { path + "/" + name }
+
+    // MARK: - Opening
+
+    private static func open(_ path: String, access: FileStore.Access, purpose: Purpose) throws(StoreError) -> Int32 {
+        var created = false
+        if purpose == .store {
+            do {
+                try POSIX.makeFolders(atPath: POSIX.parentPath(of: path), mode: access.folderMode)
+                created = mkdir(path, access.folderMode) == 0
+                if !created, errno != EEXIST { throw POSIX.fail("mkdir", path) }
+            } catch {
+                throw FileStore.ioError("Could not create the store folder \(path)", error)
+            }
+        }
+        let descriptor: Int32
+        do {
+            descriptor = try POSIX.openFolder(atPath: path)
+        } catch {
+            switch error.code {
+            case ENOENT: throw FileStore.ioError("There is no folder at \(path)", error)
+            case ENOTDIR: throw FileStore.ioError("\(path) is not a folder", error)
+            default: throw FileStore.ioError("Could not open the folder \(path)", error)
+            }
+        }
+        do {
+            let status = try POSIX.status(of: descriptor, path: path)
+            if created, access == .ownerAndGroup { _ = fchmod(descriptor, access.folderMode) }
+            if purpose != .inspection { try checkOwnership(status, path: path, access: access) }
+            try verifyMarker(in: descriptor, path: path, access: access, purpose: purpose)
+            return descriptor
+        } catch let error as StoreError {
+            POSIX.close(descriptor)
+            throw error
+        } catch {
+            POSIX.close(descriptor)
+            throw FileStore.ioError("Could not examine the folder \(path)", error)
+        }
+    }
+
+    /// Refuses a folder that another user owns, or that others may write to (anyone who can write
+    /// there could plant a value or replace a file).
+    private static func checkOwnership(_ status: FileStatus, path: String, access: FileStore.Access) throws(StoreError) {
+        let user = POSIX.effectiveUserID
+        guard status.owner == user else {
+            throw StoreError(
+                .unsafeDirectory,
+                "\(path) belongs to user \(status.owner), not to user \(user) who runs this process; a store only uses a folder of its own user"
+            )
+        }
+        let open = status.permissions & UInt32(access.forbiddenWriteBits)
+        guard open == 0 else {
+            let who = open & 0o002 != 0 ? "every user" : "its group"
+            let mode = String(status.permissions, radix: 8)
+            let advice = access == .owner ? "; make it private (chmod go-w) or configure group access" : "; make it private to the group (chmod o-w)"
+            throw StoreError(.unsafeDirectory, "\(path) can be written by \(who) (mode \(mode)), who could plant or replace cached values\(advice)")
+        }
+    }
+
+    /// Checks the marker; writes one into an empty folder that a store opens.
+    private static func verifyMarker(in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose) throws {
+        let markerPath = path + "/" + StoreNames.marker
+        let marker: Int32?
+        do {
+            marker = try POSIX.openFile(StoreNames.marker, in: folder, flags: O_RDONLY | O_NONBLOCK, path: markerPath)
+        } catch {
+            guard error.code == ELOOP else { throw error }
+            throw StoreError(.notAStore, "\(markerPath) is a symbolic link, not a store's marker; refusing to use \(path)")
+        }
+        if let marker {
+            let bytes: [UInt8]
+            do {
+                let status = try POSIX.status(of: marker, path: markerPath)
+                guard status.isFile, status.size <= 4096 else {
+                    POSIX.close(marker)
+                    throw StoreError(.notAStore, "\(markerPath) is not a store's marker (not a small file); refusing to use \(path)")
+                }
+                bytes = try POSIX.readAll(marker, limit: status.size, path: markerPath)
+                POSIX.close(marker)
+            } catch {
+                POSIX.close(marker)
+                throw error
+            }
+            try checkMarker(bytes, in: folder, path: path, access: access, purpose: purpose)
+            return
+        }
+        let (count, names) = try namesInFolder(folder, path: path)
+        if count == 0 {
+            guard purpose == .store else {
+                throw StoreError(.notAStore, "\(path) is empty: it is not a store's folder (no \(StoreNames.marker))")
+            }
+            try writeMarker(in: folder, path: path, access: access, replacing: false)
+            return
+        }
+        let shown = names.prefix(4).map { "'\($0)'" }.joined(separator: ", ") + (count > 4 ? ", …" : "")
+        throw StoreError(
+            .notAStore,
+            "\(path) holds \(count) file\(count == 1 ? "" : "s") or folder\(count == 1 ? "" : "s") (\(shown)) but no \(StoreNames.marker), so it is not a store's folder; a FileStore never adopts or cleans a folder that holds anything else: use a new or empty folder"
+        )
+    }
+
+    /// Checks a marker's bytes: the magic and a version this code reads.
+    private static func checkMarker(_ bytes: [UInt8], in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose) throws {
+        let markerPath = path + "/" + StoreNames.marker
+        if bytes.isEmpty, purpose == .store {
+            let (_, names) = try namesInFolder(folder, path: path)
+            if names == [StoreNames.marker] {
+                // A store was interrupted between creating its marker and writing it.
+                try writeMarker(in: folder, path: path, access: access, replacing: true)
+                return
+            }
+        }
+        guard bytes.count >= markerMagic.count, bytes[0..<4].elementsEqual(markerMagic[0..<4]) else {
+            throw StoreError(.notAStore, "\(markerPath) is not a Haneke store marker; refusing to use \(path)")
+        }
+        guard bytes[4] == markerVersion else {
+            throw StoreError(.notAStore, "\(path) is a store of format version \(bytes[4]), which this version of Haneke cannot read (it reads version \(markerVersion))")
+        }
+    }
+
+    private static func writeMarker(in folder: Int32, path: String, access: FileStore.Access, replacing: Bool) throws {
+        let markerPath = path + "/" + StoreNames.marker
+        let descriptor: Int32
+        if replacing {
+            guard let opened = try POSIX.openFile(StoreNames.marker, in: folder, flags: O_WRONLY | O_NONBLOCK, path: markerPath) else {
+                return try writeMarker(in: folder, path: path, access: access, replacing: false)
+            }
+            descriptor = opened
+        } else {
+            do {
+                descriptor = try POSIX.createExclusively(StoreNames.marker, in: folder, mode: access.fileMode, path: markerPath)
+            } catch {
+                guard error.code == EEXIST else { throw error }
+                // Another store made it at the same moment: check theirs.
+                return try verifyMarker(in: folder, path: path, access: access, purpose: .store)
+            }
+        }
+        defer { POSIX.close(descriptor) }
+        if access == .ownerAndGroup { _ = fchmod(descriptor, access.fileMode) }
+        let bytes = markerMagic + markerText
+        try POSIX.append(descriptor, bytes, path: markerPath)
+    }
+
+    /// How many names the folder holds, and the first few (escaped).
+    private static func namesInFolder(_ folder: Int32, path: String) throws(POSIX.Failure) -> (count: Int, names: [String]) {
+        var count = 0
+        var names: [String] = []
+        try POSIX.forEachName(in: folder, path: path) { name in
+            count += 1
+            if names.count < 5 { names.append(FileName(name).description) }
+        }
+        return (count, names.sorted())
+    }
+
+    // MARK: - The folder deleted behind the store's back
+
+    /// Called when an operation relative to `failed` found something missing. If the folder itself
+    /// has been deleted behind the store's back, opens it again — a new, empty store folder at the
+    /// same path — and returns `true`, so that the operation can try again; `false` when the folder
+    /// is still there.
+    /// - Throws: `StoreError` when the folder cannot be made again, or someone else made one there
+    ///   that is not a store's.
+    func reopenIfDeleted(_ failed: Int32) throws(StoreError) -> Bool {
+        if descriptor != failed { return true }
+        guard let status = try? POSIX.status(of: failed, path: path), status.links == 0 else { return false }
+        let fresh = try Self.open(path, access: access, purpose: .store)
+        retired.withLock { retired in
+            if current.load(ordering: .acquiring) == failed {
+                current.store(fresh, ordering: .releasing)
+                reopenings.add(1, ordering: .releasing)
+                retired.append(failed)
+            } else {
+                // Another thread opened it again first.
+                POSIX.close(fresh)
+            }
+        }
+        return true
+    }
+
+    // MARK: - Shards and files
+
+    /// Opens the shard folder for `*at` calls (never a link: a link or a file in its place fails
+    /// with `ENOTDIR`), creating it when `create` is set; `nil` when it does not exist and is not
+    /// created. Creating it opens the store's folder again if that was deleted.
+    func openShard(_ shard: String, create: Bool) throws -> Int32? {
+        for _ in 0..<3 {
+            let root = descriptor
+            if let opened = try POSIX.openFolder(shard, in: root, path: self.path(of: shard)) { return opened }
+            guard create else { return nil }
+            let made: Bool
+            do {
+                made = try POSIX.makeFolder(shard, in: root, mode: access.folderMode, path: self.path(of: shard))
+            } catch {
+                // ENOENT: the store's folder itself is gone.
+                guard error.code == ENOENT, try reopenIfDeleted(root) else { throw error }
+                continue
+            }
+            if made, access == .ownerAndGroup, let opened = try POSIX.openFolder(shard, in: root, forListing: true, path: self.path(of: shard)) {
+                // Set the mode the umask may have narrowed, on the folder just made (not on a link).
+                _ = fchmod(opened, access.folderMode)
+                POSIX.close(opened)
+            }
+        }
+        throw POSIX.fail("openat", self.path(of: shard), code: ENOENT)
+    }
+
+    /// Runs `body` with the shard folder's descriptor (see ``openShard(_:create:)``); `nil` when
+    /// the shard does not exist and `create` is not set.
+    func withShard<T>(_ shard: String, create: Bool, _ body: (Int32) throws -> T) throws -> T? {
+        guard let descriptor = try openShard(shard, create: create) else { return nil }
+        defer { POSIX.close(descriptor) }
+        return try body(descriptor)
+    }
+
+    /// Creates a new file `name` in `directory` with the store's file mode.
+    func createFile(_ name: String, in directory: Int32, path: @autoclosure () -> String) throws(POSIX.Failure) -> Int32 {
+        let descriptor = try POSIX.createExclusively(name, in: directory, mode: access.fileMode, path: path())
+        if access == .ownerAndGroup { _ = fchmod(descriptor, access.fileMode) }
+        return descriptor
+    }
+
+    // MARK: - Walking
+
+    /// Where something is in the folder: at its top, or in a shard folder.
+    struct Location: Hashable, Sendable {
+        var shard: UInt8?
+        var name: FileName
+    }
+
+    /// One thing the walk found.
+    enum Item {
+        case marker(FileStatus)
+        case journal(FileStatus)
+        case shard(UInt8, FileStatus)
+        /// A regular file with an entry's name, in its shard.
+        case entry(KeyDigest, FileStatus)
+        /// A regular file with a temporary name, and the process that was writing it.
+        case temporary(Location, writer: Int32, FileStatus)
+        /// One of the store's names holding the wrong kind of thing: a link, a FIFO or a folder where
+        /// an entry file should be, a file or a link where a shard folder should be. `nil` status:
+        /// it vanished while the walk looked at it.
+        case misplaced(Location, FileStatus?)
+        /// A name that is not of the store's grammar.
+        case foreign(Location, FileStatus?)
+    }
+
+    /// Walks the folder and its shard folders, calling `visit` with each thing found and the
+    /// descriptor of the folder it is in (for `unlinkat`). The one walk that opening a store,
+    /// `inspect`, `verify` and `repair` share: they cannot disagree on what is the store's.
+    /// - Performs disk I/O: one `fstatat` per name.
+    func walk(_ visit: (Item, _ directory: Int32) -> Void) throws(POSIX.Failure) {
+        let root = descriptor
+        var shards: [UInt8] = []
+        try POSIX.forEachName(in: root, path: path) { name in
+            let status = POSIX.status(of: cString(name), in: root)
+            let location = { Location(shard: nil, name: FileName(name)) }
+            switch StoreNames.classifyInFolder(name) {
+            case .shard(let shard):
+                if let status, status.isFolder {
+                    shards.append(shard)
+                    visit(.shard(shard, status), root)
+                } else {
+                    visit(.misplaced(location(), status), root)
+                }
+            case .marker:
+                visit(status?.isFile == true ? .marker(status!) : .misplaced(location(), status), root)
+            case .journal:
+                visit(status?.isFile == true ? .journal(status!) : .misplaced(location(), status), root)
+            case .temporary(let writer):
+                visit(status?.isFile == true ? .temporary(location(), writer: writer, status!) : .misplaced(location(), status), root)
+            case .entry, .foreign:
+                visit(.foreign(location(), status), root)
+            }
+        }
+        for shard in shards {
+            let name = StoreNames.shardName(shard)
+            let opened: Int32?
+            do {
+                opened = try POSIX.openFolder(name, in: root, forListing: true, path: path(of: name))
+            } catch {
+                guard error.code == ENOTDIR || error.code == ELOOP else { throw error }
+                // Swapped for something else since it was listed.
+                visit(.misplaced(Location(shard: nil, name: FileName(name)), POSIX.status(of: name, in: root)), root)
+                continue
+            }
+            guard let folder = opened else { continue }
+            defer { POSIX.close(folder) }
+            try POSIX.forEachName(in: folder, path: path(of: name)) { entryName in
+                let status = POSIX.status(of: cString(entryName), in: folder)
+                let location = { Location(shard: shard, name: FileName(entryName)) }
+                switch StoreNames.classifyInShard(entryName, shard: shard) {
+                case .entry(let digest):
+                    visit(status?.isFile == true ? .entry(digest, status!) : .misplaced(location(), status), folder)
+                case .temporary(let writer):
+                    visit(status?.isFile == true ? .temporary(location(), writer: writer, status!) : .misplaced(location(), status), folder)
+                default:
+                    visit(.foreign(location(), status), folder)
+                }
+            }
+        }
+    }
+
+    /// A name from ``POSIX/forEachName(in:path:_:)`` as a C string (the bytes are followed by the
+    /// `NUL` that `readdir` put there).
+    private func cString(_ name: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self)
+    }
+}
+
+extension FileStore.Access {
+    /// The mode of the folders a store makes.
+    var folderMode: mode_t {
+        switch self {
+        case .owner: 0o700
+        case .ownerAndGroup: 0o2770
+        }
+    }
+
+    /// The mode of the files a store makes.
+    var fileMode: mode_t {
+        switch self {
+        case .owner: 0o600
+        case .ownerAndGroup: 0o660
+        }
+    }
+
+    /// The write permissions an existing folder must not grant.
+    var forbiddenWriteBits: mode_t {
+        switch self {
+        case .owner: 0o022
+        case .ownerAndGroup: 0o002
+        }
+    }
+}
