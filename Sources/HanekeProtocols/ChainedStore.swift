@@ -122,7 +122,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
 extension Store {
     /// Puts this store in front of `next`: reads try this store first, writes go to both.
     ///
-    /// Semantics (DESIGN §4):
+    /// Semantics:
     /// 1. read this store; on a hit return it;
     /// 2. on a miss read `next`; on a hit write the value back into this store (promotion);
     /// 3. `setValue` writes to every layer, this one first; `removeValue` and `removeAll` reach

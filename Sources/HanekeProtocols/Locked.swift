@@ -6,7 +6,7 @@ public import Musl
 public import Darwin
 #endif
 
-/// A value guarded by a pthread mutex: the package's one lock abstraction (DESIGN §6), public so that
+/// A value guarded by a pthread mutex: the package's one lock abstraction, public so that
 /// stores you write can use it too.
 ///
 /// ```swift
@@ -19,7 +19,7 @@ public import Darwin
 /// inlines it into your code.
 ///
 /// `Synchronization.Mutex` would be the natural choice, but ThreadSanitizer on Linux does not see its
-/// futex and reports false races (shared/TOOLCHAIN.md), which would make `make tsan` useless. A pthread
+/// futex and reports false races, which would make `make tsan` useless. A pthread
 /// mutex is understood by TSan and costs the same here.
 ///
 public final class Locked<Value> {

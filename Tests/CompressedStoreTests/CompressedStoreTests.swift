@@ -62,7 +62,7 @@ struct CompressedStoreTests {
         ]
         for (key, value) in values {
             try await store.setValue(value, forKey: key)
-            // DESIGN §5: the payload after the header (40 bytes + key) is the frame.
+            // The payload after the header (40 bytes + key) is the frame.
             let offset = 40 + key.utf8.count + 1
             let output = try Self.run("tail -c +\(offset) '\(disk.path(forKey: key))' | \(lz4) -d -c")
             #expect(output == value, "key \(key)")

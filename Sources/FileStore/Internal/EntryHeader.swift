@@ -1,4 +1,4 @@
-/// The header at the start of every FileStore file (DESIGN §5), little-endian:
+/// The header at the start of every FileStore entry file, little-endian:
 ///
 /// | offset | size | field |
 /// |---|---|---|

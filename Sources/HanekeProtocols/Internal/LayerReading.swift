@@ -1,7 +1,7 @@
 public import Logging
 
 extension Store {
-    /// Reads `key` the way a chain reads one of its layers (DESIGN §4): a layer that throws is logged
+    /// Reads `key` the way a chain reads one of its layers: a layer that throws is logged
     /// and treated as a miss, and an entry whose bytes are damaged or do not decode is removed so the
     /// next layer (or the fetcher) can replace it. Cancellation is not a miss: it propagates.
     ///
