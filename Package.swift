@@ -149,7 +149,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting"]),
-        .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"]),
+        .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
         .testTarget(
             name: "HanekeTests",
             dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer"]
@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "HanekeFaultWorker", "haneke", "FileStore", "CompressedStore", "MemoryStore",
+                "HanekeFaultWorker", "haneke", "Haneke", "FileStore", "CompressedStore", "MemoryStore",
                 "HanekeProtocols", "HanekeTesting", "TestSupport",
             ]
         ),

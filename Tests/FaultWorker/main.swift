@@ -9,6 +9,12 @@
 //                                                       of growing size until one fails; prints
 //                                                       "failed <code> <message>"
 //   HanekeFaultWorker write-once DIR KEY VALUE          one write; prints "ok" or "failed <code> ..."
+//   HanekeFaultWorker touch-and-exit DIR                writes a, b, c, d (LZ4 frames of UTF-8 text, as
+//                                                       a Cache<String> keeps them) in DIR/original,
+//                                                       reads b then a, and calls exit(0) without
+//                                                       releasing the store or flushing its journal
+//   HanekeFaultWorker touch-and-wait DIR                the same, then prints "ready" and waits to be
+//                                                       killed
 
 import CompressedStore
 import FileStore
@@ -108,6 +114,20 @@ case "write-once":
     } catch let error as StoreError {
         line("failed \(error.code): \(error)")
     }
+
+case "touch-and-exit", "touch-and-wait":
+    // A global that is never released, like a `Shared` cache.
+    let store = try FileStore(directory: directory + "/original", configuration: .init(capacity: nil))
+    let compressed = store.compressed()
+    for key in ["a", "b", "c", "d"] {
+        try await compressed.setValue(Data("value of \(key)".utf8), forKey: key)
+    }
+    _ = try await compressed.value(forKey: "b")
+    _ = try await compressed.value(forKey: "a")
+    if arguments[1] == "touch-and-exit" { exit(0) }
+    line("ready")
+    _ = readLine()
+    exit(0)
 
 default:
     exit(2)

@@ -5,6 +5,10 @@ import HanekeTesting
 import Testing
 import TestSupport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The `haneke` tool, run as a separate process the way a user runs it.
 @Suite(.timeLimit(.minutes(2)))
 struct HanekeToolTests {
@@ -152,6 +156,82 @@ struct HanekeToolTests {
         #expect(FileManager.default.fileExists(atPath: foreign))
         #expect(try Self.haneke("verify", folder, "--repair", "--remove-foreign", "--quiet").status == 0)
         #expect(!FileManager.default.fileExists(atPath: foreign))
+    }
+
+    /// A folder a person uses for other things (the review's example), byte for byte unchanged
+    /// after every command the tool has, each refused with one line.
+    @Test func everyCommandRefusesAFolderThatIsNotAStoresAndChangesNothing() throws {
+        let home = try TemporaryDirectory(prefix: "home")
+        for (path, text) in [(".trash/old-photos/img1.jpg", "an old photo"), ("journal", "dear diary"), ("42", "the answer"),
+                             ("10/.tmp.notes", "notes"), ("AB/notes.txt", "my notes")] {
+            try FileManager.default.createDirectory(atPath: (home.appending(path) as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: home.appending(path)))
+        }
+        let before = try Self.snapshot(of: home.path)
+        for arguments in [["inspect", home.path], ["stats", home.path], ["get", home.path, "42"], ["verify", home.path],
+                          ["verify", home.path, "--repair"], ["verify", home.path, "--repair", "--remove-foreign"],
+                          ["trim", home.path, "--to", "0"], ["demo", "--dir", home.path, "--documents", "5"]] {
+            let run = try Self.haneke(arguments)
+            #expect(run.status == 1, "\(arguments): \(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(arguments)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains("not a Haneke store folder") || run.stderr.contains("is not a folder `haneke demo` made"), "\(arguments): \(run.stderr)")
+        }
+        #expect(try Self.snapshot(of: home.path) == before, "a command changed a folder that is not a store's")
+    }
+
+    @Test func theDemoRefusesACacheItDidNotMakeAndReusesItsOwn() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: (0..<20).map { "key-\($0)" })
+        let before = try Self.snapshot(of: directory.path)
+        let refused = try Self.haneke("demo", "--dir", directory.path, "--documents", "5")
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("refusing to use it"), "\(refused.stderr)")
+        #expect(try Self.snapshot(of: directory.path) == before)
+        #expect(try FileStore(directory: folder, configuration: .init(capacity: nil)).count == 20)
+
+        let own = try TemporaryDirectory()
+        for _ in 0..<2 {
+            let run = try Self.haneke("demo", "--dir", own.path, "--documents", "5")
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+    }
+
+    @Test func aTrimThatCannotDeleteFailsWithOneLine() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: (0..<30).map { "key-\($0)" })
+        // Shard folders their owner may not write; as root, the owner is `nobody`, who runs the tool.
+        let asNobody = getuid() == 0
+        let items = try FileManager.default.contentsOfDirectory(atPath: folder).map { folder + "/" + $0 } + [folder]
+        func prepare(owner: uid_t, shardMode: mode_t) {
+            for path in items {
+                if asNobody { chown(path, owner, owner) }
+                let name = (path as NSString).lastPathComponent
+                if name.count == 2 { chmod(path, shardMode) }
+            }
+        }
+        prepare(owner: 65534, shardMode: 0o500)
+        let arguments = ["trim", folder, "--to", "0"]
+        let run = asNobody
+            ? try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", ChildProcess.binary("haneke")] + arguments)
+            : try Self.haneke(arguments)
+        prepare(owner: getuid(), shardMode: 0o700)
+        #expect(run.status == 1)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(run.stderr)")
+        #expect(lines.first?.contains("Could not delete 30 of the 30 files evicted") == true, "\(run.stderr)")
+        #expect(lines.first?.contains("Permission denied (errno 13 EACCES)") == true, "\(run.stderr)")
+    }
+
+    @Test func statsTellsDiskFromFiles() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: (0..<8).map { "key-\($0)" })
+        let run = try Self.haneke("stats", folder)
+        #expect(run.status == 0)
+        #expect(run.output.contains("on disk (du)"))
+        #expect(run.output.contains("in files"))
+        // Eight small files take eight blocks.
+        #expect(run.output.contains("entry files") && run.output.contains("32.0 KiB"), "\(run.output)")
     }
 
     @Test func getWritesTheDecompressedValue() async throws {

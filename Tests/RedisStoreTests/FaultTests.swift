@@ -7,6 +7,7 @@ import Logging
 import MemoryStore
 @testable import RedisStore
 import Testing
+import TestSupport
 
 /// What the store does when Redis is down, slow, or talks nonsense: it answers quickly with an
 /// error, a chain reads it as a miss, and it reconnects by itself.
@@ -39,7 +40,7 @@ struct FaultTests {
 
         // Back up (empty: nothing was persisted), and the store reconnects by itself.
         try await server.start()
-        try await Self.waitUntil { (try? await store.ping()) != nil }
+        try await waitUntil { (try? await store.ping()) != nil }
         #expect(try await store.value(forKey: "k") == nil)
         try await store.setValue(Data("again".utf8), forKey: "k")
         #expect(try await store.value(forKey: "k") == Data("again".utf8))
@@ -101,7 +102,7 @@ struct FaultTests {
         }
         let elapsed = ContinuousClock.now - start
         #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(20))
-        try await Self.waitUntil { server.connectionsClosed == 1 }
+        try await waitUntil { server.connectionsClosed == 1 }
         await server.shutdown()
     }
 
@@ -116,7 +117,7 @@ struct FaultTests {
 
         let start = ContinuousClock.now
         let read = Task { try await store.value(forKey: "k") }
-        try await Self.waitUntil { server.commandNames.contains("GET") }
+        try await waitUntil { server.commandNames.contains("GET") }
         read.cancel()
         await #expect(throws: CancellationError.self) { _ = try await read.value }
         #expect(ContinuousClock.now - start < .seconds(10), "no waiting for the 30 s timeout")
@@ -145,7 +146,7 @@ struct FaultTests {
                 && error.message.contains("Could not read key k on Redis")
                 && error.message.contains("malformed RESP reply: unknown type byte 0x25 ('%') where a reply should start; the connection was dropped")
         }
-        try await Self.waitUntil { server.connectionsClosed == 1 }
+        try await waitUntil { server.connectionsClosed == 1 }
         // The next command opens a new connection, in step again.
         #expect(try await store.value(forKey: "k") == Data("ok".utf8))
         #expect(server.connectionsAccepted == 2)
@@ -231,7 +232,7 @@ struct FaultTests {
 
         // Phase 3: Redis restarts (empty); the store reconnects by itself and the tier serves again.
         try await server.start()
-        try await Self.waitUntil { (try? await redis.ping()) != nil }
+        try await waitUntil { (try? await redis.ping()) != nil }
         let beforeRestartLoad = redisStatistics()
         try await load(seed: 3, killAt: nil)
         #expect(wrong.withLock { $0 } == 0)
@@ -266,17 +267,5 @@ struct FaultTests {
     static func value(for key: String) -> Data {
         var random = SeededRandomNumberGenerator(seed: UInt64(truncatingIfNeeded: key.utf8.reduce(5381) { ($0 << 5) &+ $0 &+ Int($1) }))
         return Data(key.utf8) + Data((0..<3072).map { _ in UInt8.random(in: 0...255, using: &random) })
-    }
-
-    /// Waits until `condition` holds, checking every few milliseconds, for at most 10 seconds.
-    static func waitUntil(_ condition: () async -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !(await condition()) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the condition did not hold within 10 seconds", sourceLocation: sourceLocation)
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }

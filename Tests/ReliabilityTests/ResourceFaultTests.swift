@@ -115,7 +115,9 @@ struct ResourceFaultTests {
                             try await store.setValue(WorkerValue.make(key: "t\(task)-\(i % 10)", sequence: i, maximumLength: 1_000), forKey: "t\(task)-\(i % 10)")
                             if let read = try await store.value(forKey: "t\(task)-\(i % 10)"), WorkerValue.parse(read) == nil { errors += 1_000 }
                         } catch let error as StoreError {
-                            #expect(error.code == .io)
+                            // `io`, or `notAStore`: a deletion racing the writes can leave a folder
+                            // without its marker, which a store opening the path again refuses.
+                            #expect(error.code == .io || error.code == .notAStore, "\(error)")
                             errors += 1
                         }
                     }

@@ -52,12 +52,14 @@ public enum ChildProcess {
     }
 
     /// Starts `executable` and returns the process and its standard output, for children that are
-    /// killed rather than left to finish.
+    /// killed rather than left to finish. Its standard input is a pipe that stays open (a child
+    /// that reads it waits until it is killed).
     public static func start(_ executable: String, _ arguments: [String]) throws -> (Process, Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let out = Pipe()
+        process.standardInput = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()

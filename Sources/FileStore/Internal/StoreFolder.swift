@@ -158,7 +158,7 @@ final class StoreFolder: Sendable {
             try writeMarker(in: folder, path: path, access: access, replacing: false)
             return
         }
-        let shown = names.prefix(4).map { "'\($0)'" }.joined(separator: ", ") + (count > 4 ? ", …" : "")
+        let shown = names.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (count > 5 ? ", …" : "")
         throw StoreError(
             .notAStore,
             "\(path) holds \(count) file\(count == 1 ? "" : "s") or folder\(count == 1 ? "" : "s") (\(shown)) but no \(StoreNames.marker), so it is not a store's folder; a FileStore never adopts or cleans a folder that holds anything else: use a new or empty folder"
@@ -245,13 +245,21 @@ final class StoreFolder: Sendable {
 
     // MARK: - Shards and files
 
-    /// Opens the shard folder for `*at` calls (never a link: a link or a file in its place fails
-    /// with `ENOTDIR`), creating it when `create` is set; `nil` when it does not exist and is not
-    /// created. Creating it opens the store's folder again if that was deleted.
+    /// Opens the shard folder for `*at` calls, never through a link, creating it when `create` is
+    /// set. `nil` when there is no such folder and it is not created — also when a link or a file
+    /// has its name (nothing of the store's can be there); creating it then fails with `ENOTDIR`.
+    /// Creating it opens the store's folder again if that was deleted.
     func openShard(_ shard: String, create: Bool) throws -> Int32? {
         for _ in 0..<3 {
             let root = descriptor
-            if let opened = try POSIX.openFolder(shard, in: root, path: self.path(of: shard)) { return opened }
+            let opened: Int32?
+            do {
+                opened = try POSIX.openFolder(shard, in: root, path: self.path(of: shard))
+            } catch {
+                guard error.code == ENOTDIR, !create else { throw error }
+                return nil
+            }
+            if let opened { return opened }
             guard create else { return nil }
             let made: Bool
             do {

@@ -1,0 +1,74 @@
+import FileStore
+import Foundation
+import Haneke
+import HanekeTesting
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The recency a process records reaches the disk without it releasing its stores: after a plain
+/// `exit(0)` all of it, after SIGKILL all but its last moments.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct RecencyTests {
+    static let worker = ChildProcess.binary("HanekeFaultWorker")
+
+    /// The child wrote a, b, c, d, then read b, then a: most recently used first.
+    static let order = ["a", "b", "d", "c"]
+
+    @Test func theOrderAndTheLastSessionSurviveAPlainExit() async throws {
+        let directory = try TemporaryDirectory(prefix: "exit")
+        let run = try await offThePool { try ChildProcess.run(Self.worker, ["touch-and-exit", directory.path]) }
+        #expect(run.status == 0, "\(run.stderr)")
+
+        // A cache over the child's folder preloads what the child's session used.
+        var format = Format<String>(name: Cache<String>.originalFormatName)
+        format.preloadPolicy = .lastSession
+        let cache = Cache<String>(name: "exit", directory: directory.path, originalFormat: format)
+        await cache.waitForPreloading()
+        let disk = try #require(try cache.diskStore())
+        #expect(disk.keys() == Self.order)
+        for key in Self.order {
+            #expect(try await cache.fetch(key: key) == "value of \(key)")
+        }
+        let memory = try cache.layerStatistics().first { $0.name == "memory" }
+        #expect(memory?.statistics.hits == 4, "\(String(describing: memory))")
+    }
+
+    @Test func theOrderSurvivesSIGKILLOnceTheFlushIntervalHasPassed() async throws {
+        let directory = try TemporaryDirectory(prefix: "killed")
+        let (process, output) = try ChildProcess.start(Self.worker, ["touch-and-wait", directory.path])
+        let ready = try await offThePool { output.fileHandleForReading.readLine() }
+        #expect(ready == "ready")
+        let start = ContinuousClock.now
+        // The store was opened (a 33-byte journal: magic and session record), then six records.
+        let journal = directory.appending("original/.haneke-journal")
+        try await waitUntil("the child's six records in its journal") {
+            ((try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0) >= 33 + 6 * 25
+        }
+        let delay = ContinuousClock.now - start
+        kill(process.processIdentifier, SIGKILL)
+        try await offThePool { process.waitUntilExit() }
+        print("recency: the killed child's records reached its journal \(delay) after its last read (flush interval 1 s)")
+        #expect(delay < .seconds(5))
+
+        let store = try FileStore(directory: directory.appending("original"), configuration: .init(capacity: nil))
+        #expect(store.keys() == Self.order)
+        #expect(Set(store.entriesUsedInLastSession().map(\.key)) == Set(Self.order))
+    }
+}
+
+extension FileHandle {
+    /// Reads one line (blocking), without the newline; `nil` at the end of the stream.
+    fileprivate func readLine() -> String? {
+        var bytes: [UInt8] = []
+        while true {
+            let byte = readData(ofLength: 1)
+            guard let first = byte.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if first == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(first)
+        }
+    }
+}

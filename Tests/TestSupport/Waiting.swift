@@ -1,0 +1,26 @@
+/// A condition that did not hold in the time a test allowed it.
+public struct WaitTimeout: Error, CustomStringConvertible {
+    /// What was awaited, and for how long.
+    public var description: String
+}
+
+/// Waits until `condition` holds, checking every few milliseconds without blocking a thread;
+/// throws ``WaitTimeout`` (failing the test) when it still does not hold after `timeout`. For
+/// events that take real time — a child process, a timer, a server — never as a delay.
+/// - Parameters:
+///   - timeout: How long the event may take at most; 10 seconds by default.
+///   - what: What is awaited, for the failure's message.
+///   - condition: Whether the event has happened.
+public func waitUntil(
+    timeout: Duration = .seconds(10),
+    _ what: @autoclosure () -> String = "the condition",
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            throw WaitTimeout(description: "\(what()) did not hold within \(timeout)")
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
