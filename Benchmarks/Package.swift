@@ -20,10 +20,12 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CLZ4Baseline", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
+        .systemLibrary(name: "CFileBaseline"),
         .executableTarget(
             name: "HanekeBenchmarks",
             dependencies: [
                 "CLZ4Baseline",
+                "CFileBaseline",
                 .product(name: "CompressedStore", package: hanekeIdentity),
                 .product(name: "FileStore", package: hanekeIdentity),
                 .product(name: "MemoryStore", package: hanekeIdentity),
@@ -32,6 +34,10 @@ let package = Package(
                 .product(name: "HanekeTesting", package: hanekeIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .executableTarget(
+            name: "FileProbe",
+            dependencies: [.product(name: "FileStore", package: hanekeIdentity)]
         ),
         .executableTarget(
             name: "MemoryProbe",

@@ -148,7 +148,7 @@ extension FileStore {
             let location = StoreFolder.Location(shard: file.digest.firstByte, name: FileName(file.digest.hex))
             let examined: EntryFile.Outcome<Examined>
             do {
-                guard case .file(let descriptor) = try POSIX.openEntry(in: folder.descriptor, shard: file.digest.shard, name: file.digest.hex, path: path) else {
+                guard case .file(let descriptor) = try POSIX.openEntry(in: folder.descriptor, file.digest, path: path) else {
                     continue   // vanished, or swapped for a link, since the walk
                 }
                 defer { POSIX.close(descriptor) }
@@ -309,7 +309,7 @@ extension FileStore {
         let now = milliseconds(clock.now())
         let outcome: EntryFile.Outcome<Data?>
         do {
-            switch try POSIX.openEntry(in: folder.descriptor, shard: digest.shard, name: digest.hex, path: path) {
+            switch try POSIX.openEntry(in: folder.descriptor, digest, path: path) {
             case .missing:
                 return nil
             case .symbolicLink:

@@ -9,12 +9,11 @@ import Glibc
 extension FileStore {
     func readValue(forKey key: String) throws -> Data? {
         let digest = KeyDigest(key: key)
-        let path = path(for: digest)
         let root = folder.descriptor
         let sizeHint = state.withLock { $0.entries.peekValue(forKey: digest)?.fileSize }
         let descriptor: Int32
         do {
-            guard let opened = try openEntry(digest, path: path) else {
+            guard let opened = try openEntry(digest, path: self.path(for: digest)) else {
                 if sizeHint != nil { forgetVanishedFile(of: digest, root: root) }
                 counter.recordMiss()
                 return nil
@@ -26,14 +25,14 @@ extension FileStore {
             return nil
         } catch {
             counter.recordError()
-            throw Self.ioError("Could not open \(path) for key \(Logger.describe(key))", error)
+            throw Self.ioError("Could not open \(self.path(for: digest)) for key \(Logger.describe(key))", error)
         }
         defer { POSIX.close(descriptor) }
 
         let time = now()
         let outcome: EntryFile.Outcome<Read>
         do {
-            outcome = try EntryFile.read(descriptor, path: path, knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity) { header, reader in
+            outcome = try EntryFile.read(descriptor, path: self.path(for: digest), knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity) { header, reader in
                 guard reader.hasKey(key, header: header) else { return .otherKey }
                 guard !header.isExpired(at: time) else { return .expired }
                 return .value(reader.takePayload(header: header), fileSize: header.fileLength)
@@ -44,7 +43,7 @@ extension FileStore {
             return nil
         } catch {
             counter.recordError()
-            throw Self.ioError("Could not read \(path) for key \(Logger.describe(key))", error)
+            throw Self.ioError("Could not read \(self.path(for: digest)) for key \(Logger.describe(key))", error)
         }
         switch outcome {
         case .entry(.value(let data, let fileSize)):
@@ -57,13 +56,13 @@ extension FileStore {
             counter.recordMiss()
             return nil
         case .entry(.otherKey):
-            logger.warning("A file holds another key than its name says; deleting it", metadata: ["path": "\(path)"])
+            logger.warning("A file holds another key than its name says; deleting it", metadata: ["path": "\(self.path(for: digest))"])
             discardFile(descriptor, digest: digest)
             counter.recordError()
             counter.recordMiss()
             return nil
         case .damaged(let damage):
-            logger.warning("Deleting a damaged cache file", metadata: ["path": "\(path)", "reason": "\(damage)"])
+            logger.warning("Deleting a damaged cache file", metadata: ["path": "\(self.path(for: digest))", "reason": "\(damage)"])
             discardFile(descriptor, digest: digest)
             counter.recordError()
             counter.recordMiss()

@@ -173,7 +173,7 @@ public final class FileStore: Store {
     }
 
     deinit {
-        try? journal.flush()
+        journal.close()
     }
 
     // MARK: - Synchronous API
@@ -382,7 +382,7 @@ public final class FileStore: Store {
     /// Opens the entry file of `digest` for reading; `nil` when there is none.
     /// - Throws: `ForeignObject` for a symbolic link; `POSIX.Failure` otherwise.
     func openEntry(_ digest: KeyDigest, path: @autoclosure () -> String) throws -> Int32? {
-        switch try POSIX.openEntry(in: folder.descriptor, shard: digest.shard, name: digest.hex, path: path()) {
+        switch try POSIX.openEntry(in: folder.descriptor, digest, path: path()) {
         case .file(let descriptor): return descriptor
         case .missing: return nil
         case .symbolicLink: throw ForeignObject(reason: "a symbolic link")
@@ -408,14 +408,22 @@ public final class FileStore: Store {
         }
     }
 
-    /// Flushes the journal on the I/O queue within the configured interval.
+    /// Flushes the journal on the I/O queue within the configured interval. The timer holds the
+    /// journal, not the store (a store released meanwhile has flushed already; a weak reference to
+    /// the store would slow every retain of it), and only appends: compaction and the metadata's
+    /// size are the write path's (the journal grows by less than a block between them).
     private func scheduleJournalFlush() {
         let (seconds, attoseconds) = configuration.recencyFlushInterval.components
         let nanoseconds = max(0, min(seconds, 86_400)) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
-        ioQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
-            guard let self else { return }
+        ioQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [journal, logger, directory] in
             journal.scheduledFlushBegins()
-            flushJournal()
+            do {
+                try journal.flush()
+            } catch {
+                // A folder deleted behind the store's back loses its journal with it.
+                guard (error as? POSIX.Failure)?.code != ENOENT else { return }
+                logger.warning("Could not write the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            }
         }
     }
 

@@ -112,8 +112,9 @@ enum ChainBenchmarks {
         for entries in sizes {
             let root = RawFiles.scratchDirectory("capacity-\(entries)")
             defer { RawFiles.removeDirectory(root) }
-            let entrySize = 40 + "fill-0000000".utf8.count + value.count
-            let full = try FileStore(directory: root + "/full", configuration: .init(capacity: entries * entrySize))
+            // Full by its entry count: each write evicts the least recently used entry, as it would
+            // at a capacity in bytes (one small file is one block either way).
+            let full = try FileStore(directory: root + "/full", configuration: .init(capacity: nil, countLimit: entries))
             let roomy = try FileStore(directory: root + "/roomy", configuration: .init(capacity: nil))
             for i in 0..<entries {
                 let key = "fill-" + padded(i)

@@ -2,6 +2,10 @@ import FileStore
 import Foundation
 import HanekeProtocols
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Workload 2 (FileStore set and get against raw POSIX), the cost of the async hand-off and of
 /// durable writes, and workload 5 (opening a store of many entries against listing the tree).
 enum FileStoreBenchmarks {
@@ -10,6 +14,7 @@ enum FileStoreBenchmarks {
         for (size, label, count) in [(4 << 10, "4 KiB", 2_000), (64 << 10, "64 KiB", 400), (1 << 20, "1 MiB", 40)] {
             rows += try setAndGet(valueSize: size, label: label, count: scale.pick(count, smoke: 20), scale: scale)
         }
+        rows += descriptorRelativeCalls(count: scale.pick(2_000, smoke: 20), scale: scale)
         rows.append(try await asyncHandOff(count: scale.pick(4_000, smoke: 50), scale: scale))
         rows.append(try durableWrites(count: scale.pick(60, smoke: 5), scale: scale))
         for entries in scale.smoke ? [1_000] : [1_000, 10_000, 100_000] {
@@ -76,6 +81,75 @@ enum FileStoreBenchmarks {
                 subject: Figure(label: "value(forKey:)", value: gets.subject, unit: "ops/s"),
                 baseline: Figure(label: "open+read+close", value: gets.baseline, unit: "ops/s"),
                 ratio: gets.subject / gets.baseline, goal: "≥ 0.7×", met: gets.subject / gets.baseline >= 0.7
+            ),
+        ]
+    }
+
+    /// What FileStore's descriptor-relative calls cost against calls by path, in plain C calls on
+    /// the same sharded layout: a write through the shard folder's `O_PATH` descriptor (`openat`,
+    /// `write`, `renameat`) against `open`, `write`, `rename` by path; a read by one `openat2` below
+    /// the folder's descriptor (no link followed) against `open` by path. 4 KiB files.
+    static func descriptorRelativeCalls(count: Int, scale: Scale) -> [Row] {
+        let root = RawFiles.scratchDirectory("descriptors")
+        defer { RawFiles.removeDirectory(root) }
+        let folder = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        precondition(folder >= 0)
+        defer { close(folder) }
+        var random = SystemRandomNumberGenerator()
+        let bytes = (0..<(4096 + 80)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let names = (0..<count).map { i -> (shard: String, name: String) in
+            let hex = String(format: "%02X%030X", i % 256, i)
+            return (String(hex.prefix(2)), hex)
+        }
+        for shard in Set(names.map(\.shard)) { RawFiles.makeDirectory(root + "/" + shard) }
+        var round = 0
+        let writes = Measure.interleaved(rounds: scale.rounds) {
+            round += 1
+            let seconds = Measure.seconds {
+                bytes.withUnsafeBytes { buffer in
+                    for (shard, name) in names {
+                        RawFiles.writeThenRename(buffer, shard: shard, name: name, temporary: ".tmp-\(round)", in: folder)
+                    }
+                }
+            }
+            return Double(count) / seconds
+        } baseline: {
+            let seconds = Measure.seconds {
+                bytes.withUnsafeBytes { buffer in
+                    for (shard, name) in names {
+                        RawFiles.writeThenRename(buffer, to: root + "/" + shard + "/" + name, temporary: root + "/" + shard + "/.tmp-\(round)")
+                    }
+                }
+            }
+            return Double(count) / seconds
+        }
+        let reads = Measure.interleaved(rounds: scale.rounds) {
+            var total = 0
+            let seconds = Measure.seconds {
+                for (shard, name) in names { total += RawFiles.read(relative: shard + "/" + name, in: folder, size: bytes.count).count }
+            }
+            precondition(total == count * bytes.count)
+            return Double(count) / seconds
+        } baseline: {
+            var total = 0
+            let seconds = Measure.seconds {
+                for (shard, name) in names { total += RawFiles.read(root + "/" + shard + "/" + name, size: bytes.count).count }
+            }
+            precondition(total == count * bytes.count)
+            return Double(count) / seconds
+        }
+        return [
+            Row(
+                workload: "2", name: "descriptor-relative write", variant: "4 KiB, C calls",
+                subject: Figure(label: "openat+renameat", value: writes.subject, unit: "ops/s"),
+                baseline: Figure(label: "open+rename by path", value: writes.baseline, unit: "ops/s"),
+                ratio: writes.subject / writes.baseline, goal: "≥ 0.95×", met: writes.subject / writes.baseline >= 0.95
+            ),
+            Row(
+                workload: "2", name: "descriptor-relative read", variant: "4 KiB, C calls",
+                subject: Figure(label: "openat2 beneath", value: reads.subject, unit: "ops/s"),
+                baseline: Figure(label: "open by path", value: reads.baseline, unit: "ops/s"),
+                ratio: reads.subject / reads.baseline, goal: "≥ 0.95×", met: reads.subject / reads.baseline >= 0.95
             ),
         ]
     }

@@ -1,3 +1,4 @@
+import CFileBaseline
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -23,6 +24,42 @@ enum RawFiles {
     static func read(_ path: String, size: Int) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         precondition(fd >= 0, "open \(path): \(errno)")
+        defer { close(fd) }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var done = 0
+            while done < size {
+                let n = Glibc.read(fd, buffer.baseAddress! + done, size - done)
+                if n <= 0 { break }
+                done += n
+            }
+            count = done
+        }
+    }
+
+    /// `writeThenRename` through descriptors, as FileStore writes: the shard folder opened
+    /// (`O_PATH | O_NOFOLLOW`) from the folder's descriptor, the temporary file created in it
+    /// (`openat`), written, renamed (`renameat`).
+    static func writeThenRename(_ bytes: UnsafeRawBufferPointer, shard: String, name: String, temporary: String, in root: Int32) {
+        let folder = openat(root, shard, baseline_o_path() | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        precondition(folder >= 0, "openat \(shard): \(errno)")
+        defer { close(folder) }
+        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        precondition(fd >= 0, "openat \(temporary): \(errno)")
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            precondition(n > 0, "write: \(errno)")
+            done += n
+        }
+        close(fd)
+        precondition(renameat(folder, temporary, folder, name) == 0, "renameat: \(errno)")
+    }
+
+    /// `read(_:size:)` through the folder's descriptor, as FileStore reads: one `openat2` of
+    /// `<shard>/<name>` that follows no link and stays below the folder.
+    static func read(relative path: String, in root: Int32, size: Int) -> [UInt8] {
+        let fd = baseline_openat2_beneath(root, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        precondition(fd >= 0, "openat2 \(path): \(errno)")
         defer { close(fd) }
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             var done = 0

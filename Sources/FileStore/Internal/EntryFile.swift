@@ -162,7 +162,9 @@ struct WholeFileReader {
     func hasKey(_ key: String, header: EntryHeader) -> Bool {
         var key = key
         return key.withUTF8 { wanted in
-            wanted.count == header.keyLength && wanted.elementsEqual(bytes(EntryHeader.fixedSize..<header.length))
+            guard wanted.count == header.keyLength else { return false }
+            guard let start = wanted.baseAddress else { return true }
+            return memcmp(start, buffer + EntryHeader.fixedSize, wanted.count) == 0
         }
     }
 

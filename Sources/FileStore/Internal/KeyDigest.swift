@@ -76,6 +76,20 @@ struct KeyDigest: Hashable, Sendable {
         }
     }
 
+    /// Calls `body` with `<shard>/<hex>` (the entry's path relative to the store's folder) as a C
+    /// string in a stack buffer: no allocation on the read path.
+    func withRelativePath<T>(_ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
+            Self.writeHex(high, into: buffer, at: 3)
+            Self.writeHex(low, into: buffer, at: 19)
+            buffer[0] = buffer[3]
+            buffer[1] = buffer[4]
+            buffer[2] = UInt8(ascii: "/")
+            buffer[35] = 0
+            return try buffer.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
+        }
+    }
+
     /// The shard folder: the first two hexadecimal digits.
     var shard: String {
         String(unsafeUninitializedCapacity: 2) { buffer in

@@ -135,18 +135,15 @@ enum POSIX {
     /// Whether this kernel has `openat2` (Linux 5.6 and later); cleared at the first `ENOSYS`.
     private static let hasOpenat2 = Atomic<Bool>(true)
 
-    /// Opens `<shard>/<name>` below `root` for reading, following no link in either component and
-    /// without blocking (a FIFO planted at an entry's path must not hang a read: it opens, and
-    /// reading it fails). One `openat2` with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` where the
+    /// Opens the entry file of `digest`, `<shard>/<hex>` below `root`, for reading, following no
+    /// link in either component and without blocking (a FIFO planted at an entry's path must not
+    /// hang a read: it opens, and reading it fails). One `openat2` with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` where the
     /// kernel has it; otherwise the shard folder, then the file, each with `O_NOFOLLOW`.
-    static func openEntry(in root: Int32, shard: String, name: String, path: @autoclosure () -> String) throws(Failure) -> Opened {
+    static func openEntry(in root: Int32, _ digest: KeyDigest, path: @autoclosure () -> String) throws(Failure) -> Opened {
         let flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
         if hasOpenat2.load(ordering: .relaxed) {
-            var relative = shard
-            relative += "/"
-            relative += name
             while true {
-                let fd = haneke_openat2_beneath(root, relative, flags)
+                let fd = digest.withRelativePath { haneke_openat2_beneath(root, $0, flags) }
                 if fd >= 0 { return .file(fd) }
                 switch errno {
                 case EINTR, EAGAIN: continue
@@ -160,12 +157,13 @@ enum POSIX {
         }
         let shardFolder: Int32
         do {
-            guard let opened = try openFolder(shard, in: root, path: path()) else { return .missing }
+            guard let opened = try openFolder(digest.shard, in: root, path: path()) else { return .missing }
             shardFolder = opened
         } catch where error.code == ENOTDIR {
             return .missing
         }
         defer { Glibc.close(shardFolder) }
+        let name = digest.hex
         let fd = retryingOnInterrupt { openat(shardFolder, name, flags) }
         if fd >= 0 { return .file(fd) }
         switch errno {

@@ -62,14 +62,22 @@ final class RecencyJournal: Sendable {
     private let pending = Locked(Pending())
     private let file = Locked(FileState())
 
+    /// A journal for the store's folder, flushed at `exit()` until ``close()``.
     init(folder: StoreFolder) {
         self.folder = folder
         _ = Self.exitHandler
-        Self.live.withLock { $0[ObjectIdentifier(self)] = WeakJournal(journal: self) }
+        Self.live.withLock { $0[ObjectIdentifier(self)] = self }
+    }
+
+    /// Flushes the buffer and stops flushing at `exit()`: the store is going. (The registry holds
+    /// journals strongly, not weakly: a weak reference would move the journal's reference counts
+    /// to a side table and slow every retain on the read path.)
+    func close() {
+        try? flush()
+        _ = Self.live.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
     }
 
     deinit {
-        Self.live.withLock { $0[ObjectIdentifier(self)] = nil }
         file.withLock { state in
             if state.descriptor >= 0 { POSIX.close(state.descriptor) }
         }
@@ -222,22 +230,23 @@ final class RecencyJournal: Sendable {
         state.generation = generation
     }
 
+    /// Appends a record's 25 bytes: the kind, the digest big-endian, the time little-endian (built
+    /// in a stack buffer and copied at once: this is on every read).
     private static func encode(_ record: Record, into buffer: inout [UInt8]) {
-        buffer.append(record.kind.rawValue)
-        for i in (0..<8).reversed() { buffer.append(UInt8(truncatingIfNeeded: record.digest.high >> (8 * i))) }
-        for i in (0..<8).reversed() { buffer.append(UInt8(truncatingIfNeeded: record.digest.low >> (8 * i))) }
-        let time = UInt64(bitPattern: record.time)
-        for i in 0..<8 { buffer.append(UInt8(truncatingIfNeeded: time >> (8 * i))) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: recordSize) { bytes in
+            let raw = UnsafeMutableRawBufferPointer(bytes)
+            raw[0] = record.kind.rawValue
+            raw.storeBytes(of: record.digest.high.bigEndian, toByteOffset: 1, as: UInt64.self)
+            raw.storeBytes(of: record.digest.low.bigEndian, toByteOffset: 9, as: UInt64.self)
+            raw.storeBytes(of: UInt64(bitPattern: record.time).littleEndian, toByteOffset: 17, as: UInt64.self)
+            buffer.append(contentsOf: UnsafeBufferPointer(bytes))
+        }
     }
 
     // MARK: - Exit
 
-    private struct WeakJournal: Sendable {
-        weak var journal: RecencyJournal?
-    }
-
-    /// Every journal alive in the process, for the flush at exit.
-    private static let live = Locked<[ObjectIdentifier: WeakJournal]>([:])
+    /// Every journal of a store alive in the process, for the flush at exit.
+    private static let live = Locked<[ObjectIdentifier: RecencyJournal]>([:])
 
     /// Installed once: `exit()` (a plain `exit(0)` included) flushes every journal's buffer, so a
     /// process that never releases its stores (a global, a `Shared` cache) keeps its recency.
@@ -246,7 +255,7 @@ final class RecencyJournal: Sendable {
     }()
 
     private static func flushEveryJournal() {
-        let journals = live.withLock { $0.values.compactMap(\.journal) }
+        let journals = live.withLock { Array($0.values) }
         for journal in journals { try? journal.flush() }
     }
 }
