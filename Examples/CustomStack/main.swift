@@ -19,7 +19,9 @@ struct DivisorReportFetcher: Fetcher {
     }
 }
 
-let folder = NSTemporaryDirectory() + "haneke-custom-stack"
+// A folder of this run's own (a fixed name in the shared temporary folder could be someone else's).
+let folder = NSTemporaryDirectory() + "haneke-custom-stack-\(UUID().uuidString.prefix(8))"
+defer { try? FileManager.default.removeItem(atPath: folder) }
 let memory = MemoryStore<String, Data>(countLimit: 100, name: "memory")
 let disk = try FileStore(directory: folder, configuration: .init(capacity: 10 << 20), name: "disk").compressed()
 let reports = memory

@@ -33,7 +33,9 @@ struct Recipe: Codable, Sendable, Equatable, DataConvertible, DataRepresentable 
     var ingredients: [String]
 }
 
-let folder = NSTemporaryDirectory() + "haneke-custom-type"
+// A folder of this run's own (a fixed name in the shared temporary folder could be someone else's).
+let folder = NSTemporaryDirectory() + "haneke-custom-type-\(UUID().uuidString.prefix(8))"
+defer { try? FileManager.default.removeItem(atPath: folder) }
 let points = Cache<Point>(name: "points", directory: folder + "/points")
 let recipes = Cache<Recipe>(name: "recipes", directory: folder + "/recipes")
 

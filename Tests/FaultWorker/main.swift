@@ -112,7 +112,7 @@ case "write-once":
         try store.setValue(Data(arguments[4].utf8), forKey: arguments[3])
         line("ok")
     } catch let error as StoreError {
-        line("failed \(error.code): \(error)")
+        line("failed \(error)")
     }
 
 case "touch-and-exit", "touch-and-wait":

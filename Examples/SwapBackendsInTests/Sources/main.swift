@@ -6,7 +6,9 @@
 import Foundation
 import Haneke
 
-let folder = NSTemporaryDirectory() + "haneke-greetings"
+// A folder of this run's own (a fixed name in the shared temporary folder could be someone else's).
+let folder = NSTemporaryDirectory() + "haneke-greetings-\(UUID().uuidString.prefix(8))"
+defer { try? FileManager.default.removeItem(atPath: folder) }
 let service = GreetingService(disk: try FileStore(directory: folder, capacity: 1 << 20)) { name in
     try await Task.sleep(for: .milliseconds(20))
     return "Hello, \(name)!"
