@@ -4,8 +4,8 @@ extension FileStore {
     /// The limits and policies of a `FileStore`.
     public struct Configuration: Sendable {
         /// The most bytes the store's files may take on disk — allocated blocks, what `du` counts,
-        /// the store's marker and journal included (a 100-byte value takes a whole block, 4 KiB on
-        /// most file systems). The least recently used entries are evicted to stay within it, and a
+        /// the store's marker and journal included, and two blocks kept free for the journal's next
+        /// writes (a 100-byte value takes a whole block, 4 KiB on most file systems). The least recently used entries are evicted to stay within it, and a
         /// single value that would take more is refused with `valueTooLarge`. `100 MiB` by default;
         /// `nil` for no limit.
         public var capacity: Int?

@@ -79,8 +79,11 @@ extension FileStore {
         } catch {
             logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
         }
-        updateMetadataSize()
-        let victims = state.withLock { evictToLimits(&$0) }
+        let metadataSize = measuredMetadataSize()
+        let victims = state.withLock { state in
+            state.metadataSize = metadataSize
+            return evictToLimits(&state)
+        }
         if !victims.isEmpty {
             removeEvicted(victims, journaling: false)
             do {

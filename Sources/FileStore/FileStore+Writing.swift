@@ -18,11 +18,12 @@ extension FileStore {
             // What the file will take on disk: whole blocks.
             let needed = (fileSize + blockSize - 1) / blockSize * blockSize
             let metadata = state.withLock { $0.metadataSize }
-            if needed > capacity - metadata {
+            let available = entryCapacity(capacity, metadataSize: metadata)
+            if needed > available {
                 counter.recordError()
                 throw StoreError(
                     .valueTooLarge,
-                    "The value for key \(Logger.describe(key)) needs \(needed) bytes on disk, more than the \(max(0, capacity - metadata)) bytes the capacity of \(directory) leaves for entries (\(capacity) bytes, of which the store's marker and journal take \(metadata))"
+                    "The value for key \(Logger.describe(key)) needs \(needed) bytes on disk, more than the \(available) bytes the capacity of \(directory) leaves for entries (\(capacity) bytes, of which the store's marker and journal take \(metadata + journalReserve))"
                 )
             }
         }

@@ -35,6 +35,10 @@ struct FileStoreTests {
     /// What the store's own files (marker and journal) take on disk in a new store: a block each.
     var metadata: Int { 2 * block }
 
+    /// What a capacity must hold besides the entries: the marker, the journal, and the two blocks
+    /// the store keeps free for the journal.
+    var overhead: Int { metadata + 2 * block }
+
     func statBuffer(_ path: String) -> stat {
         var info = stat()
         lstat(path, &info)
@@ -154,7 +158,7 @@ struct FileStoreTests {
     }
 
     @Test func aValueLargerThanTheCapacityIsRefusedAndNothingIsEvicted() throws {
-        let store = try open(capacity: metadata + 2 * block)
+        let store = try open(capacity: overhead + 2 * block)
         try store.setValue(Data(count: 100), forKey: "small")
         let error = #expect(throws: StoreError.self) { try store.setValue(Data(count: 2 * block), forKey: "big") }
         #expect(error?.code == .valueTooLarge)
@@ -184,7 +188,7 @@ struct FileStoreTests {
     // MARK: - LRU
 
     @Test func theCapacityEvictsTheLeastRecentlyUsedOnWrite() throws {
-        let store = try open(capacity: metadata + 3 * block)
+        let store = try open(capacity: overhead + 3 * block)
         for key in ["a", "b", "c"] { try store.setValue(Data(count: 100), forKey: key) }
         _ = try store.value(forKey: "a")                       // reading refreshes recency
         try store.setValue(Data(count: 100), forKey: "d")     // b is the least recently used
@@ -195,10 +199,10 @@ struct FileStoreTests {
     }
 
     @Test func aLargeWriteEvictsAsManyAsItNeeds() throws {
-        let store = try open(capacity: metadata + 10 * block)
+        let store = try open(capacity: overhead + 10 * block)
         for i in 0..<9 { try store.setValue(Data(count: 50), forKey: "k\(i)") }
         try store.setValue(Data(count: 5 * block), forKey: "big")
-        #expect(store.totalSize + store.metadataSize <= metadata + 10 * block)
+        #expect(store.totalSize + store.metadataSize <= overhead + 10 * block)
         #expect(store.count == 5)
         #expect(store.keys().first == "big")
         #expect(try entryFiles().count == store.count)
@@ -267,7 +271,7 @@ struct FileStoreTests {
             for key in ["a", "b", "c", "d"] { try store.setValue(Data(count: 100), forKey: key) }
             _ = try store.value(forKey: "a")
         }
-        let smaller = try open(capacity: metadata + 2 * block)
+        let smaller = try open(capacity: overhead + 2 * block)
         #expect(smaller.keys() == ["a", "d"])
         #expect(smaller.totalSize == 2 * block)
         #expect(smaller.totalSize + smaller.metadataSize == (try allocatedBytesOfFiles()))
@@ -300,7 +304,7 @@ struct FileStoreTests {
         let store = try open()
         for key in ["a", "b", "c"] { try store.setValue(Data(count: 100), forKey: key) }
         _ = try store.value(forKey: "a")
-        try store.trim(toSize: metadata + block)
+        try store.trim(toSize: overhead + block)
         #expect(store.keys() == ["a"])
         #expect(try entryFiles().count == 1)
     }
@@ -488,7 +492,7 @@ struct FileStoreTests {
     }
 
     @Test func aStoreEvictingAKeyDoesNotDeleteAnotherStoresNewerFileForIt() throws {
-        let first = try open(capacity: metadata + 3 * block)
+        let first = try open(capacity: overhead + 3 * block)
         let second = try open(capacity: nil)
         try first.setValue(Data(repeating: 1, count: 100), forKey: "k0")
         try second.setValue(Data(repeating: 2, count: 100), forKey: "k0")   // replaces the file
@@ -515,7 +519,7 @@ struct FileStoreTests {
 
     @Test(arguments: 0..<3)
     func manyTasksOnOneStoreKeepTheIndexAndTheFilesInAgreement(round: Int) async throws {
-        let store = try open(capacity: metadata + 200 * block)
+        let store = try open(capacity: overhead + 200 * block)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask {
@@ -536,7 +540,7 @@ struct FileStoreTests {
         #expect(files.count == store.count)
         try store.flush()
         #expect(store.totalSize + store.metadataSize == (try allocatedBytesOfFiles()))
-        #expect(store.totalSize + store.metadataSize <= metadata + 200 * block)
+        #expect(store.totalSize + store.metadataSize <= overhead + 200 * block)
         #expect(try open().count == files.count)
     }
 

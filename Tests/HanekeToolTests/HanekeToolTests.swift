@@ -268,8 +268,9 @@ struct HanekeToolTests {
     @Test func trimEvictsTheLeastRecentlyUsed() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: (0..<10).map { "key-\($0)" })
-        // Room for the store's marker and journal and four entries of one block each.
-        let target = try FileStore(directory: folder, configuration: .init(capacity: nil)).metadataSize + 4 * 4096
+        // Room for the store's marker and journal, the two blocks it keeps free for the journal,
+        // and four entries of one block each.
+        let target = try FileStore(directory: folder, configuration: .init(capacity: nil)).metadataSize + 2 * 4096 + 4 * 4096
         let run = try Self.haneke("trim", folder, "--to", "\(target)")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.output.contains("10 entries"))

@@ -10,13 +10,7 @@ enum RawFiles {
     static func writeThenRename(_ bytes: UnsafeRawBufferPointer, to path: String, temporary: String) {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         precondition(fd >= 0, "open \(temporary): \(errno)")
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            precondition(n > 0, "write: \(errno)")
-            done += n
-        }
-        close(fd)
+        writeAll(bytes, to: fd)
         precondition(rename(temporary, path) == 0, "rename: \(errno)")
     }
 
@@ -24,6 +18,22 @@ enum RawFiles {
     static func read(_ path: String, size: Int) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         precondition(fd >= 0, "open \(path): \(errno)")
+        return readAll(from: fd, size: size)
+    }
+
+    /// Writes every byte, then closes the file.
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32) {
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            precondition(n > 0, "write: \(errno)")
+            done += n
+        }
+        close(fd)
+    }
+
+    /// Reads up to `size` bytes into a new buffer, then closes the file.
+    private static func readAll(from fd: Int32, size: Int) -> [UInt8] {
         defer { close(fd) }
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             var done = 0
@@ -45,13 +55,7 @@ enum RawFiles {
         defer { close(folder) }
         let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         precondition(fd >= 0, "openat \(temporary): \(errno)")
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            precondition(n > 0, "write: \(errno)")
-            done += n
-        }
-        close(fd)
+        writeAll(bytes, to: fd)
         precondition(renameat(folder, temporary, folder, name) == 0, "renameat: \(errno)")
     }
 
@@ -60,16 +64,7 @@ enum RawFiles {
     static func read(relative path: String, in root: Int32, size: Int) -> [UInt8] {
         let fd = baseline_openat2_beneath(root, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         precondition(fd >= 0, "openat2 \(path): \(errno)")
-        defer { close(fd) }
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            var done = 0
-            while done < size {
-                let n = Glibc.read(fd, buffer.baseAddress! + done, size - done)
-                if n <= 0 { break }
-                done += n
-            }
-            count = done
-        }
+        return readAll(from: fd, size: size)
     }
 
     /// Lists every folder below `root` and `stat`s every file: what any start-up index must do.

@@ -75,6 +75,11 @@ final class RecencyJournal: Sendable {
     func close() {
         try? flush()
         _ = Self.live.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+        // A flush timer may still hold the journal for up to an interval; its buffer is empty.
+        file.withLock { state in
+            if state.descriptor >= 0 { POSIX.close(state.descriptor) }
+            state.descriptor = -1
+        }
     }
 
     deinit {
