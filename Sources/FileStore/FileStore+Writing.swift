@@ -173,13 +173,8 @@ extension FileStore {
         var failures: [any Error] = []
         let now = Self.milliseconds(Date())
         do {
-            let root = folder.descriptor
-            try POSIX.forEachName(in: root, path: directory) { name in
-                // Only real folders: a link or a file at a shard's name is not the store's.
-                if let shard = StoreNames.shard(name),
-                   POSIX.status(of: UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self), in: root)?.isFolder == true {
-                    shards.insert(shard)
-                }
+            try POSIX.forEachName(in: folder.descriptor, path: directory) { name in
+                if let shard = StoreNames.shard(name) { shards.insert(shard) }
             }
         } catch {
             failures.append(error)
@@ -191,6 +186,7 @@ extension FileStore {
                     for digest in indexed[Int(shard)] { state.entries.removeValue(forKey: digest) }
                 }
                 do {
+                    // Only real folders: a link or a file at a shard's name is not the store's.
                     guard POSIX.status(of: shardName, in: folder.descriptor)?.isFolder == true else { return }
                     try folder.withShard(shardName, create: false) { descriptor in
                         var names: [(FileName, KeyDigest?)] = []
@@ -198,7 +194,7 @@ extension FileStore {
                             switch StoreNames.classifyInShard(name, shard: shard) {
                             case .entry(let digest): names.append((FileName(name), digest))
                             case .temporary(let writer):
-                                let status = POSIX.status(of: UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self), in: descriptor)
+                                let status = POSIX.status(of: POSIX.cString(name), in: descriptor)
                                 if let status, status.isFile, Self.isAbandoned(writer: writer, status: status, now: now) {
                                     names.append((FileName(name), nil))
                                 }
@@ -207,7 +203,8 @@ extension FileStore {
                         }
                         for (name, digest) in names {
                             try name.withCString { entry throws in
-                                // Only files: a folder or a FIFO at an entry's name is not the store's to remove.
+                                // A file, a link or a FIFO at the store's name goes; a folder stays
+                                // (the store never empties a folder it did not make).
                                 guard POSIX.status(of: entry, in: descriptor)?.kind != .folder else { return }
                                 try POSIX.unlink(entry, in: descriptor, path: folder.path(of: shardName + "/" + name.description))
                             }

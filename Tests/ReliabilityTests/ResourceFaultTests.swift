@@ -103,6 +103,20 @@ struct ResourceFaultTests {
         try expectIntact(values, in: directory.path)
     }
 
+    /// Another user's cache folder, even one that user may read: a store running as `nobody`
+    /// refuses root's folder rather than reading or writing there.
+    @Test(.enabled(if: getuid() == 0, "running a process as another user needs root"))
+    func aStoreFolderOfAnotherUserIsRefused() throws {
+        let directory = try TemporaryDirectory(prefix: "others")
+        let values = try storeSomeValues(in: directory.path)
+        chmod(directory.path, 0o755)
+        let run = try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "planted"])
+        chmod(directory.path, 0o700)
+        #expect(run.output.hasPrefix("failed unsafeDirectory"), "\(run.output) \(run.stderr)")
+        #expect(run.output.contains("belongs to user 0, not to user 65534"), "\(run.output)")
+        try expectIntact(values, in: directory.path)
+    }
+
     @Test func theFolderDeletedWhileTasksWriteIsRecoveredFrom() async throws {
         let directory = try TemporaryDirectory(prefix: "deleted")
         let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))

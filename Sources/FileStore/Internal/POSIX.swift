@@ -98,7 +98,8 @@ enum POSIX {
     }
 
     /// Calls `body` with the name of each entry of the folder open as `directory` (not `.` and
-    /// `..`), as the bytes the file system holds. The listing uses a descriptor of its own.
+    /// `..`), as the bytes the file system holds, followed in memory by the `NUL` that `readdir`
+    /// wrote (``cString(_:)``). The listing uses a descriptor of its own.
     static func forEachName(in directory: Int32, path: @autoclosure () -> String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) throws(Failure) {
         let fd = retryingOnInterrupt { openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw fail("openat", path()) }
@@ -120,6 +121,11 @@ enum POSIX {
             if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { continue }
             body(name)
         }
+    }
+
+    /// A name from ``forEachName(in:path:_:)`` as a C string, for the `*at` calls.
+    static func cString(_ name: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self)
     }
 
     // MARK: - Files

@@ -326,7 +326,7 @@ final class StoreFolder: Sendable {
         let root = descriptor
         var shards: [UInt8] = []
         try POSIX.forEachName(in: root, path: path) { name in
-            let status = POSIX.status(of: cString(name), in: root)
+            let status = POSIX.status(of: POSIX.cString(name), in: root)
             let location = { Location(shard: nil, name: FileName(name)) }
             switch StoreNames.classifyInFolder(name) {
             case .shard(let shard):
@@ -360,7 +360,7 @@ final class StoreFolder: Sendable {
             guard let folder = opened else { continue }
             defer { POSIX.close(folder) }
             try POSIX.forEachName(in: folder, path: path(of: name)) { entryName in
-                let status = POSIX.status(of: cString(entryName), in: folder)
+                let status = POSIX.status(of: POSIX.cString(entryName), in: folder)
                 let location = { Location(shard: shard, name: FileName(entryName)) }
                 switch StoreNames.classifyInShard(entryName, shard: shard) {
                 case .entry(let digest):
@@ -372,12 +372,6 @@ final class StoreFolder: Sendable {
                 }
             }
         }
-    }
-
-    /// A name from ``POSIX/forEachName(in:path:_:)`` as a C string (the bytes are followed by the
-    /// `NUL` that `readdir` put there).
-    private func cString(_ name: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
-        UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self)
     }
 }
 
