@@ -14,7 +14,10 @@ public import Logging
 /// `Cache(name:)` keeps each format's files under `$XDG_CACHE_HOME/haneke/<name>/<format>` (or
 /// `~/.cache/haneke/...`, with the home folder from `HOME` or the password database); if that
 /// folder cannot be used — or there is no home folder at all — the format works from memory alone
-/// and says so in the log. Each format's folder is private to the user (`0700`, files `0600`). Concurrent fetches of one key in one format share one fetcher call; writes of
+/// and says so in the log. Each format's folder is private to the user (`0700`, files `0600`).
+/// Creating a cache never waits for the disk: each format's folder opens in the background on the
+/// shared ``IOExecutor``, and the first operation that needs it waits for it (suspending, without
+/// blocking a thread). Concurrent fetches of one key in one format share one fetcher call; writes of
 /// one key take turns, so a value set while a fetch is under way is not overwritten by it, and a
 /// layer that fails to read is a miss (logged), not a failure.
 public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
@@ -274,9 +277,16 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
 
     // MARK: - Sizes and statistics
 
-    /// The bytes the formats' files take on disk, headers included.
+    /// The bytes the formats' entry files take on disk (blocks, as `du` counts them), once their
+    /// folders are open.
     public var size: Int {
-        formats.withLock { Array($0.values) }.reduce(0) { $0 + ($1.disk?.totalSize ?? 0) }
+        get async {
+            var total = 0
+            for stack in formats.withLock({ Array($0.values) }) {
+                total += await stack.disk?.base?.totalSize ?? 0
+            }
+            return total
+        }
     }
 
     /// The counters of a format's layers, then of the fetchers this cache called (all formats).
@@ -295,22 +305,24 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         try stack(for: formatName).compressed?.compressionStatistics
     }
 
-    /// The disk layer of a format (for inspection, `trim`, paths), or `nil` when it has none.
+    /// The disk layer of a format (for inspection, `trim`, paths), once it is open; `nil` when the
+    /// format has none or its folder could not be used.
     /// - Parameter formatName: The format; the original by default.
     /// - Returns: The format's `FileStore`.
     /// - Throws: `formatNotFound`.
-    public func diskStore(formatName: String = Cache.originalFormatName) throws -> FileStore? {
-        try stack(for: formatName).disk
+    public func diskStore(formatName: String = Cache.originalFormatName) async throws -> FileStore? {
+        await (try stack(for: formatName)).disk?.base
     }
 
     /// Writes the disk layers' buffered recency records to their journals now (they are written
     /// within a second anyway, and at `exit()`), so that the LRU order and `.lastSession` preloading
     /// see every read and write made so far.
     /// - Throws: `StoreError` with code `io` when a journal cannot be written, after trying every format.
-    public func flush() throws {
+    public func flush() async throws {
         var firstError: (any Error)?
         for stack in formats.withLock({ Array($0.values) }) {
-            do { try stack.disk?.flush() } catch { firstError = firstError ?? error }
+            guard let disk = await stack.disk?.base else { continue }
+            do { try await disk.executor.run { try disk.flush() } } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }
     }

@@ -71,11 +71,11 @@ struct Demo: AsyncParsableCommand {
             rightAligned: [1, 2, 3, 4, 5, 6]
         )
 
-        if let compression = try cache.compressionStatistics(), let disk = try cache.diskStore() {
-            try disk.flush()
+        if let compression = try cache.compressionStatistics(), let disk = try await cache.diskStore() {
+            try await cache.flush()
             print("\nbytes: \(ByteSize.format(compression.bytesBeforeCompression)) of JSON → \(ByteSize.format(compression.bytesAfterCompression)) of LZ4 frames (ratio \(String(format: "%.2f", compression.ratio ?? 0))) → \(ByteSize.format(disk.totalSize)) on disk with headers\n")
             print("a few files (each named by the MD5 of its key, in a shard folder of its first two digits):")
-            for entry in disk.entries().prefix(3) {
+            for entry in try await disk.executor.run({ disk.entries() }).prefix(3) {
                 print("  \(entry.key)\n    → \(entry.path)")
             }
             print("\nlook closer:\n  haneke inspect \(disk.directory)\n  haneke verify \(disk.directory)\n  haneke get \(disk.directory) \(urls[0].absoluteString)")

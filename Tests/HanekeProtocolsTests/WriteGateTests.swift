@@ -3,37 +3,127 @@ import Testing
 
 /// The turns and marks behind every conditional write (promotions, write-backs, preloads).
 struct WriteGateTests {
-    @Test func aMarkTakenBeforeAChangeDoesNotMatchAfterIt() async {
+    @Test func aMarkTakenBeforeAChangeDoesNotMatchAfterIt() async throws {
         let gate = WriteGate()
         let mark = gate.mark(for: "k")
-        await gate.change("k") {}
+        try await gate.change("k") {}
         #expect(await gate.ifUnchanged("k", since: mark) { true } == nil)
     }
 
     /// A reader that took its mark while a change was under way may have read half of it (memory
     /// not yet written, disk already): its write-back must not run once the change is done.
     /// (Cache's "a value set during a fetch wins" test failed now and then on this.)
-    @Test func aMarkTakenDuringAChangeDoesNotMatchAfterIt() async {
+    @Test func aMarkTakenDuringAChangeDoesNotMatchAfterIt() async throws {
         let gate = WriteGate()
-        let mark = await gate.change("k") { gate.mark(for: "k") }
+        let mark = try await gate.change("k") { gate.mark(for: "k") }
         #expect(await gate.ifUnchanged("k", since: mark) { true } == nil)
     }
 
-    @Test func aMarkTakenAfterAChangeMatchesUntilTheNext() async {
+    @Test func aMarkTakenAfterAChangeMatchesUntilTheNext() async throws {
         let gate = WriteGate()
-        await gate.change("k") {}
+        try await gate.change("k") {}
         let mark = gate.mark(for: "k")
         #expect(await gate.ifUnchanged("k", since: mark) { true } == true)
         #expect(await gate.ifUnchanged("k", since: mark) { true } == true, "a conditional write is not a change")
-        await gate.change("k") {}
+        try await gate.change("k") {}
         #expect(await gate.ifUnchanged("k", since: mark) { true } == nil)
     }
 
-    @Test func aChangeMovesTheTotalMark() async {
+    @Test func aChangeMovesTheTotalMark() async throws {
         let gate = WriteGate()
         let before = gate.totalMark
-        let during = await gate.change("k") { gate.totalMark }
+        let during = try await gate.change("k") { gate.totalMark }
         #expect(during != before)
         #expect(gate.totalMark != during, "a reader that looked during the change reads again after it")
+    }
+
+    // MARK: - Turns
+
+    /// A change that holds its key's turn until `release` is called: `started` yields once it runs.
+    struct HeldChange {
+        let started: AsyncStream<Void>
+        let release: @Sendable () -> Void
+        let task: Task<Void, any Error>
+
+        init(_ gate: WriteGate, key: String? = nil) {
+            let (started, startedSignal) = AsyncStream<Void>.makeStream()
+            let (released, releaseSignal) = AsyncStream<Void>.makeStream()
+            self.started = started
+            self.release = { releaseSignal.finish() }
+            task = Task {
+                let body: () async throws -> Void = {
+                    startedSignal.yield()
+                    for await _ in released {}
+                }
+                if let key { try await gate.change(key, body) } else { try await gate.changeEveryKey(body) }
+            }
+        }
+
+        func waitUntilStarted() async {
+            for await _ in started { return }
+        }
+    }
+
+    /// Another key's write never waits, however long a write holds its own key — also a key whose
+    /// marks share a stripe.
+    @Test func aWriteOfOneKeyNeverWaitsForAnother() async throws {
+        let gate = WriteGate()
+        let held = HeldChange(gate, key: "slow")
+        await held.waitUntilStarted()
+        for other in (0..<200).map({ "key-\($0)" }) {   // 200 keys: several share "slow"'s stripe
+            try await gate.change(other) {}
+        }
+        held.release()
+        try await held.task.value
+    }
+
+    @Test func aWriterWaitingForItsTurnLeavesWhenCancelled() async throws {
+        let gate = WriteGate()
+        let held = HeldChange(gate, key: "k")
+        await held.waitUntilStarted()
+        let ran = Locked(false)
+        let waiting = Task { try await gate.change("k") { ran.withLock { $0 = true } } }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(ran.withLock { $0 } == false)
+        // A conditional write that waits is skipped, not thrown, when cancelled.
+        let conditional = Task { await gate.ifUnchanged("k", since: gate.mark(for: "k")) { true } }
+        conditional.cancel()
+        #expect(await conditional.value == nil)
+        held.release()
+        try await held.task.value
+        try await gate.change("k") {}   // the turn is free again
+    }
+
+    @Test func aChangeOfEveryKeyWaitsForTheTurnsUnderWayAndHoldsNewOnesBack() async throws {
+        let gate = WriteGate()
+        let held = HeldChange(gate, key: "k")
+        await held.waitUntilStarted()
+        let order = Locked<[String]>([])
+        let everyKey = Task { try await gate.changeEveryKey { order.withLock { $0.append("every key") } } }
+        // Wait (without a clock) until the change of every key is queued: a new turn is held back.
+        let later = Task { try await gate.change("other") { order.withLock { $0.append("other") } } }
+        for _ in 0..<1_000 { await Task.yield() }
+        #expect(order.withLock { $0 }.isEmpty)
+        held.release()
+        try await held.task.value
+        try await everyKey.value
+        try await later.value
+        #expect(order.withLock { $0 } == ["every key", "other"])
+    }
+
+    @Test func aCancelledChangeOfEveryKeyLetsTheHeldBackTurnsGo() async throws {
+        let gate = WriteGate()
+        let held = HeldChange(gate, key: "k")
+        await held.waitUntilStarted()
+        let everyKey = Task { try await gate.changeEveryKey {} }
+        for _ in 0..<1_000 { await Task.yield() }
+        let other = Task { try await gate.change("other") {} }
+        for _ in 0..<1_000 { await Task.yield() }
+        everyKey.cancel()
+        await #expect(throws: CancellationError.self) { try await everyKey.value }
+        try await other.value   // no longer held back
+        held.release()
+        try await held.task.value
     }
 }

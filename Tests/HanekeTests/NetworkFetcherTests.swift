@@ -119,7 +119,7 @@ struct NetworkFetcherTests {
         }
         #expect(server.requestCount(path: "/status/404") == 2)
         await #expect(throws: StoreError.self) { try await cache.fetch(key: url.absoluteString) }
-        #expect(cache.size == 0)
+        #expect(await cache.size == 0)
     }
 
     @Test func concurrentFetchesOfOneURLMakeOneRequest() async throws {

@@ -55,7 +55,7 @@ struct HanekeToolTests {
         for key in keys {
             try await cache.set(["key": .string(key), "padding": .string(String(repeating: "abc", count: 200))], forKey: key)
         }
-        let disk = try #require(try cache.diskStore())
+        let disk = try #require(try await cache.diskStore())
         try disk.flush()
         return disk.directory
     }

@@ -28,7 +28,7 @@ struct RecencyTests {
         format.preloadPolicy = .lastSession
         let cache = Cache<String>(name: "exit", directory: directory.path, originalFormat: format)
         await cache.waitForPreloading()
-        let disk = try #require(try cache.diskStore())
+        let disk = try #require(try await cache.diskStore())
         #expect(disk.keys() == Self.order)
         for key in Self.order {
             #expect(try await cache.fetch(key: key) == "value of \(key)")

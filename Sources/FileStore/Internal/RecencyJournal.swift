@@ -71,7 +71,7 @@ final class RecencyJournal: Sendable {
 
     /// Flushes the buffer and stops flushing at `exit()`: the store is going. (The registry holds
     /// journals strongly, not weakly: a weak reference would move the journal's reference counts
-    /// to a side table and slow every retain on the read path.)
+    /// to a side table and slow every retain on the read path.) Closing twice is harmless.
     func close() {
         try? flush()
         _ = Self.live.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
@@ -81,6 +81,33 @@ final class RecencyJournal: Sendable {
             state.descriptor = -1
         }
     }
+
+    /// ``close()`` on `executor`, not on the caller's thread. Until it has run, the journal stays
+    /// in a list by folder, and ``closePending(inFolder:)`` — called by a store opening the same
+    /// folder — runs it first, so the new store reads every record.
+    func closeLater(on executor: IOExecutor) {
+        let path = folder.path
+        Self.closing.withLock { $0[path, default: []].append(self) }
+        executor.submit { [self] in
+            let mine = Self.closing.withLock { closing -> Bool in
+                guard let index = closing[path]?.firstIndex(where: { $0 === self }) else { return false }
+                closing[path]!.remove(at: index)
+                if closing[path]!.isEmpty { closing[path] = nil }
+                return true
+            }
+            if mine { close() }
+        }
+    }
+
+    /// Closes, now, the journals of released stores of the folder at `path` whose last records are
+    /// still waiting for the executor.
+    static func closePending(inFolder path: String) {
+        let journals = closing.withLock { $0.removeValue(forKey: path) ?? [] }
+        for journal in journals { journal.close() }
+    }
+
+    /// Journals of released stores waiting for their last flush, by folder path.
+    private static let closing = Locked<[String: [RecencyJournal]]>([:])
 
     deinit {
         file.withLock { state in

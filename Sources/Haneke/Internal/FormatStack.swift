@@ -6,13 +6,13 @@ import Logging
 import MemoryStore
 
 /// One format of a cache and its layers, with typed handles on the default layers (for sizes,
-/// statistics, preloading).
+/// statistics, preloading). The disk layer opens in the background (``OpeningStore``).
 struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
     var format: Format<Value>
     var store: AnyStore<String, Value>
     var memory: MemoryStore<String, Value>?
-    var disk: FileStore?
-    var compressed: CompressedStore<FileStore>?
+    var disk: OpeningStore<FileStore>?
+    var compressed: CompressedStore<OpeningStore<FileStore>>?
     var preload: Task<Void, Never>?
 
     init(format: Format<Value>, store: AnyStore<String, Value>) {
@@ -21,8 +21,9 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     }
 
     /// Memory, then LZ4-compressed files in `<cacheDirectory>/<format>` (no disk layer for a capacity
-    /// of 0, a cache with no folder, or a folder that cannot be used — logged).
-    static func make(_ format: Format<Value>, cacheDirectory: String?, logger: Logger) -> FormatStack {
+    /// of 0 or a cache with no folder; a folder that cannot be used keeps nothing — logged). The
+    /// files' store opens on `executor`, so making the stack never waits for the disk.
+    static func make(_ format: Format<Value>, cacheDirectory: String?, logger: Logger, executor: IOExecutor = .shared) -> FormatStack {
         let memory = MemoryStore<String, Value>(
             countLimit: format.memoryCountLimit,
             costLimit: format.memoryCostLimit,
@@ -32,16 +33,9 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         stack.memory = memory
         guard format.diskCapacity > 0, let cacheDirectory else { return stack }
         let folder = cacheDirectory + "/" + CacheDirectory.pathComponent(format.name)
-        let disk: FileStore
-        do {
-            disk = try FileStore(
-                directory: folder,
-                configuration: .init(capacity: format.diskCapacity),
-                name: "disk"
-            )
-        } catch {
-            logger.error("The cache folder cannot be used; this format keeps values in memory only", metadata: ["folder": "\(folder)", "error": "\(error)"])
-            return stack
+        let capacity = format.diskCapacity
+        let disk = OpeningStore(name: "disk", executor: executor, logger: logger, what: folder) {
+            try FileStore(directory: folder, configuration: .init(capacity: capacity), name: "disk", logger: logger, executor: executor)
         }
         // Generic, so each chain keeps its concrete type until it is erased.
         func chainMemory(over lower: some Store<String, Value>) -> AnyStore<String, Value> {
@@ -58,7 +52,8 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         return stack
     }
 
-    /// Starts loading values from disk into memory, as the format's preload policy says.
+    /// Starts loading values from disk into memory, as the format's preload policy says, once the
+    /// disk layer is open.
     mutating func startPreloading(writes: WriteGate, logger: Logger) {
         guard format.preloadPolicy != .none, let memory, let disk else { return }
         let policy = format.preloadPolicy
@@ -70,7 +65,8 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             decode = { try Value.convertFromData($0) }
         }
         preload = Task(priority: .background) {
-            await Preloader.run(policy: policy, format: format, disk: disk, memory: memory, decode: decode, writes: writes, logger: logger)
+            guard let files = await disk.base else { return }
+            await Preloader.run(policy: policy, format: format, disk: files, memory: memory, decode: decode, writes: writes, logger: logger)
         }
     }
 }

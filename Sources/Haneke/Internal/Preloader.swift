@@ -15,8 +15,8 @@ enum Preloader {
         writes: WriteGate,
         logger: Logger
     ) async {
-        // Most recently used first.
-        let entries = policy == .lastSession ? disk.entriesUsedInLastSession() : disk.entries()
+        // Most recently used first; the headers are read on the disk's executor, not here.
+        let entries = (try? await disk.executor.run { policy == .lastSession ? disk.entriesUsedInLastSession() : disk.entries() }) ?? []
         var loaded = 0
         for entry in entries {
             if Task.isCancelled { break }
