@@ -50,6 +50,13 @@ extension RedisStore {
         /// How many keys `removeAll()` asks `SCAN` for at a time. `1000` by default.
         /// Each batch found is removed with one `UNLINK`.
         public var scanCount: Int
+        /// How many `SCAN` rounds one `removeAll()` may take. `100_000` by default; `nil` for no limit.
+        /// Past it, `removeAll()` stops and throws `io`: a server that never ends its scan (never
+        /// answers cursor 0) costs a bounded time, not a loop forever. Each round examines about
+        /// ``scanCount`` keys of the whole database (`SCAN` walks all of it; `MATCH` filters what
+        /// it found), so at the default `scanCount` the default limit is enough for a database of
+        /// about 100 million keys. Values below 1 count as 1.
+        public var maximumScanRounds: Int?
 
         /// Creates a configuration.
         /// - Parameters:
@@ -66,6 +73,8 @@ extension RedisStore {
         ///   - minimumReconnectDelay: The first wait after a failed attempt; `100 ms` by default.
         ///   - maximumReconnectDelay: The longest wait between attempts; `5 s` by default.
         ///   - scanCount: The batch size of `removeAll()`; `1000` by default.
+        ///   - maximumScanRounds: The most `SCAN` rounds of one `removeAll()`; `100_000` by default,
+        ///     `nil` for no limit.
         public init(
             host: String = "127.0.0.1",
             port: Int = 6379,
@@ -79,7 +88,8 @@ extension RedisStore {
             commandTimeout: Duration = .seconds(2),
             minimumReconnectDelay: Duration = .milliseconds(100),
             maximumReconnectDelay: Duration = .seconds(5),
-            scanCount: Int = 1000
+            scanCount: Int = 1000,
+            maximumScanRounds: Int? = 100_000
         ) {
             self.host = host
             self.port = port
@@ -94,6 +104,7 @@ extension RedisStore {
             self.minimumReconnectDelay = minimumReconnectDelay
             self.maximumReconnectDelay = maximumReconnectDelay
             self.scanCount = scanCount
+            self.maximumScanRounds = maximumScanRounds
         }
 
         /// Creates a configuration from a URL of the form `redis://[[user]:password@]host[:port][/database]`,

@@ -18,6 +18,7 @@ struct ConfigurationTests {
         #expect(configuration.minimumReconnectDelay == .milliseconds(100))
         #expect(configuration.maximumReconnectDelay == .seconds(5))
         #expect(configuration.scanCount == 1000)
+        #expect(configuration.maximumScanRounds == 100_000)
     }
 
     struct Parsed: Sendable, CustomTestStringConvertible {

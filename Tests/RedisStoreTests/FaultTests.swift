@@ -171,6 +171,38 @@ struct FaultTests {
         await server.shutdown()
     }
 
+    /// A server that never ends a scan — every `SCAN` answers a non-zero cursor — cannot keep
+    /// `removeAll()` looping: it stops after `maximumScanRounds` rounds, having removed what it
+    /// found, with an error that says so.
+    @Test(.timeLimit(.minutes(1)))
+    func removeAllStopsWhenTheScanNeverEnds() async throws {
+        let server = try await ScriptedRedisServer.start { name, _ in
+            switch name {
+            case "PING": .bytes("+PONG\r\n")
+            case "SCAN": .bytes("*2\r\n$2\r\n17\r\n*1\r\n$7\r\nfault:k\r\n")
+            case "UNLINK": .bytes(":1\r\n")
+            default: .bytes("-ERR unexpected\r\n")
+            }
+        }
+        var configuration = try Self.configuration(server.url)
+        configuration.maximumScanRounds = 25
+        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+
+        await #expect {
+            try await store.removeAll()
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .io
+                && error.message.hasPrefix("Could not remove all keys on Redis at 127.0.0.1:\(server.port): ")
+                && error.message.contains("the scan for keys with prefix \"fault:\" has not ended after 25 SCAN rounds")
+                && error.message.contains("the cursor is still 17")
+        }
+        #expect(server.commandNames.filter { $0 == "SCAN" }.count == 25)
+        #expect(server.commandNames.filter { $0 == "UNLINK" }.count == 25)
+        #expect(store.statistics.errors == 1)
+        await server.shutdown()
+    }
+
     /// The fault test: redis-server is killed in the middle of a load on a memory → LZ4
     /// file → Redis → fetcher chain. Every fetch still returns the right value; after a restart the
     /// Redis tier serves hits again.
