@@ -1,5 +1,6 @@
 import Foundation
 public import HanekeProtocols
+import Logging
 
 extension RedisStore {
     /// Where the Redis server is, how to log in, the namespace of the store's keys, and the
@@ -156,7 +157,7 @@ struct RedisURL {
 
     init(_ url: String) throws {
         func invalid(_ reason: String) -> StoreError {
-            StoreError(.invalidConfiguration, "Invalid Redis URL \"\(RedisURL.redact(url))\": \(reason)")
+            StoreError(.invalidConfiguration, "Invalid Redis URL \"\(Logger.describe(RedisURL.redact(url)))\": \(reason)")
         }
         guard let schemeEnd = url.range(of: "://") else {
             throw invalid("expected redis://[[user]:password@]host[:port][/database]")
@@ -169,13 +170,9 @@ struct RedisURL {
         guard !rest.contains("?"), !rest.contains("#") else {
             throw invalid("query parameters and fragments are not supported")
         }
-        let path: Substring
-        if let slash = rest.firstIndex(of: "/") {
-            path = rest[rest.index(after: slash)...]
-            rest = rest[..<slash]
-        } else {
-            path = ""
-        }
+        // The user and password end at the last @, even when they hold a / (which belongs in
+        // percent-encoding): as in `redact`, so that no part of a password is ever read as a port
+        // or a database and quoted in an error.
         if let at = rest.lastIndex(of: "@") {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
@@ -188,6 +185,13 @@ struct RedisURL {
             }
             username = user.isEmpty ? nil : user
             password = secret
+        }
+        let path: Substring
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        } else {
+            path = ""
         }
         var portText: Substring?
         if rest.hasPrefix("[") {
@@ -207,24 +211,27 @@ struct RedisURL {
         guard !host.isEmpty else { throw invalid("the host is missing") }
         if let portText {
             guard let number = Int(portText), (1...65_535).contains(number) else {
-                throw invalid("the port \"\(portText)\" is not a number from 1 to 65535")
+                throw invalid("the port \"\(Logger.describe(portText))\" is not a number from 1 to 65535")
             }
             port = number
         }
         if !path.isEmpty {
             guard let number = Int(path), number >= 0 else {
-                throw invalid("the database \"\(path)\" is not a number of 0 or more")
+                throw invalid("the database \"\(Logger.describe(path))\" is not a number of 0 or more")
             }
             database = number
         }
     }
 
-    /// The URL with any password replaced by `***`, for error messages.
+    /// The URL with any password replaced by `***`, for error messages; user information without
+    /// a colon (a password given without its `:`, perhaps) is all replaced.
     static func redact(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://"),
               let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
         let userInfo = url[schemeEnd.upperBound..<at]
-        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        guard let colon = userInfo.firstIndex(of: ":") else {
+            return String(url[..<userInfo.startIndex]) + "***" + String(url[at...])
+        }
         return String(url[..<colon]) + ":***" + String(url[at...])
     }
 

@@ -203,6 +203,54 @@ struct FaultTests {
         await server.shutdown()
     }
 
+    /// The password of the URL is in no error — not its message, its description or anything it
+    /// holds — and in no line of the log: not when the server refuses the password, not when
+    /// it refuses a command of a store that logged in, not when the connection is refused.
+    @Test func thePasswordIsInNoErrorAndNoLogLine() async throws {
+        let server = try await RedisTestServer(arguments: ["--requirepass", "correct horse"])
+        let password = "wrong-battery-staple"
+        let log = LogLines()
+        let store = RedisStore(configuration: try Self.configuration("redis://admin:\(password)@127.0.0.1:\(server.port)"), logger: log.logger)
+        let loggedIn = RedisStore(configuration: try Self.configuration("redis://:correct%20horse@127.0.0.1:\(server.port)"), logger: log.logger)
+
+        var errors: [any Error] = []
+        func failure(_ operation: () async throws -> Void) async -> String {
+            do {
+                try await operation()
+                return "no error"
+            } catch {
+                errors.append(error)
+                return "\(error)"
+            }
+        }
+        #expect(await failure { _ = try await store.value(forKey: "k") }.contains("WRONGPASS"))
+        _ = try await loggedIn.command("RPUSH", loggedIn.redisKey(for: "list"), "x")
+        #expect(await failure { _ = try await loggedIn.value(forKey: "list") }.contains("WRONGTYPE"))
+        try await offThePool { server.stop() }
+        try await waitUntil("an error saying the connection was refused") {
+            await failure { try await store.setValue(Data(), forKey: "k") }.contains("Connection refused")
+        }
+        #expect(await failure { try await store.removeAll() } != "no error")
+        try await waitUntil("the logged-in store's connection to close") {
+            await failure { try await loggedIn.ping() }.contains("refused")
+        }
+
+        var texts = log.all
+        #expect(texts.contains { $0.contains("Cannot connect to Redis") && $0.contains("WRONGPASS") })
+        #expect(texts.contains { $0.contains("A connection to Redis closed") })
+        for error in errors {
+            var dumped = ""
+            dump(error, to: &dumped)
+            texts += ["\(error)", String(reflecting: error), dumped]
+        }
+        for configuration in [store.configuration, loggedIn.configuration] {
+            texts += ["\(configuration)", String(reflecting: configuration), configuration.url]
+        }
+        for text in texts {
+            #expect(!text.contains(password) && !text.contains("correct horse") && !text.contains("correct%20horse"), "\(text)")
+        }
+    }
+
     /// The fault test: redis-server is killed in the middle of a load on a memory → LZ4
     /// file → Redis → fetcher chain. Every fetch still returns the right value; after a restart the
     /// Redis tier serves hits again.
