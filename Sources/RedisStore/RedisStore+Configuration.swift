@@ -1,5 +1,6 @@
 import Foundation
 public import HanekeProtocols
+import Logging
 
 extension RedisStore {
     /// Where the Redis server is, how to log in, the namespace of the store's keys, and the
@@ -50,6 +51,13 @@ extension RedisStore {
         /// How many keys `removeAll()` asks `SCAN` for at a time. `1000` by default.
         /// Each batch found is removed with one `UNLINK`.
         public var scanCount: Int
+        /// How many `SCAN` rounds one `removeAll()` may take. `100_000` by default; `nil` for no limit.
+        /// Past it, `removeAll()` stops and throws `io`: a server that never ends its scan (never
+        /// answers cursor 0) costs a bounded time, not a loop forever. Each round examines about
+        /// ``scanCount`` keys of the whole database (`SCAN` walks all of it; `MATCH` filters what
+        /// it found), so at the default `scanCount` the default limit is enough for a database of
+        /// about 100 million keys. Values below 1 count as 1.
+        public var maximumScanRounds: Int?
 
         /// Creates a configuration.
         /// - Parameters:
@@ -66,6 +74,8 @@ extension RedisStore {
         ///   - minimumReconnectDelay: The first wait after a failed attempt; `100 ms` by default.
         ///   - maximumReconnectDelay: The longest wait between attempts; `5 s` by default.
         ///   - scanCount: The batch size of `removeAll()`; `1000` by default.
+        ///   - maximumScanRounds: The most `SCAN` rounds of one `removeAll()`; `100_000` by default,
+        ///     `nil` for no limit.
         public init(
             host: String = "127.0.0.1",
             port: Int = 6379,
@@ -79,7 +89,8 @@ extension RedisStore {
             commandTimeout: Duration = .seconds(2),
             minimumReconnectDelay: Duration = .milliseconds(100),
             maximumReconnectDelay: Duration = .seconds(5),
-            scanCount: Int = 1000
+            scanCount: Int = 1000,
+            maximumScanRounds: Int? = 100_000
         ) {
             self.host = host
             self.port = port
@@ -94,6 +105,7 @@ extension RedisStore {
             self.minimumReconnectDelay = minimumReconnectDelay
             self.maximumReconnectDelay = maximumReconnectDelay
             self.scanCount = scanCount
+            self.maximumScanRounds = maximumScanRounds
         }
 
         /// Creates a configuration from a URL of the form `redis://[[user]:password@]host[:port][/database]`,
@@ -145,7 +157,7 @@ struct RedisURL {
 
     init(_ url: String) throws {
         func invalid(_ reason: String) -> StoreError {
-            StoreError(.invalidConfiguration, "Invalid Redis URL \"\(RedisURL.redact(url))\": \(reason)")
+            StoreError(.invalidConfiguration, "Invalid Redis URL \"\(Logger.describe(RedisURL.redact(url)))\": \(reason)")
         }
         guard let schemeEnd = url.range(of: "://") else {
             throw invalid("expected redis://[[user]:password@]host[:port][/database]")
@@ -158,13 +170,9 @@ struct RedisURL {
         guard !rest.contains("?"), !rest.contains("#") else {
             throw invalid("query parameters and fragments are not supported")
         }
-        let path: Substring
-        if let slash = rest.firstIndex(of: "/") {
-            path = rest[rest.index(after: slash)...]
-            rest = rest[..<slash]
-        } else {
-            path = ""
-        }
+        // The user and password end at the last @, even when they hold a / (which belongs in
+        // percent-encoding): as in `redact`, so that no part of a password is ever read as a port
+        // or a database and quoted in an error.
         if let at = rest.lastIndex(of: "@") {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
@@ -177,6 +185,13 @@ struct RedisURL {
             }
             username = user.isEmpty ? nil : user
             password = secret
+        }
+        let path: Substring
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        } else {
+            path = ""
         }
         var portText: Substring?
         if rest.hasPrefix("[") {
@@ -196,24 +211,27 @@ struct RedisURL {
         guard !host.isEmpty else { throw invalid("the host is missing") }
         if let portText {
             guard let number = Int(portText), (1...65_535).contains(number) else {
-                throw invalid("the port \"\(portText)\" is not a number from 1 to 65535")
+                throw invalid("the port \"\(Logger.describe(portText))\" is not a number from 1 to 65535")
             }
             port = number
         }
         if !path.isEmpty {
             guard let number = Int(path), number >= 0 else {
-                throw invalid("the database \"\(path)\" is not a number of 0 or more")
+                throw invalid("the database \"\(Logger.describe(path))\" is not a number of 0 or more")
             }
             database = number
         }
     }
 
-    /// The URL with any password replaced by `***`, for error messages.
+    /// The URL with any password replaced by `***`, for error messages; user information without
+    /// a colon (a password given without its `:`, perhaps) is all replaced.
     static func redact(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://"),
               let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
         let userInfo = url[schemeEnd.upperBound..<at]
-        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        guard let colon = userInfo.firstIndex(of: ":") else {
+            return String(url[..<userInfo.startIndex]) + "***" + String(url[at...])
+        }
         return String(url[..<colon]) + ":***" + String(url[at...])
     }
 

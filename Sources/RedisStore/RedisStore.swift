@@ -47,6 +47,7 @@ public final class RedisStore: Store {
     private let prefix: ByteBuffer
     private let timeToLiveMilliseconds: String?
     private let scanCount: String
+    private let maximumScanRounds: Int?
     private let allocator = ByteBufferAllocator()
 
     /// The largest value Redis accepts (its `proto-max-bulk-len`), 512 MiB.
@@ -92,6 +93,7 @@ public final class RedisStore: Store {
             return String(milliseconds)
         }
         scanCount = String(max(1, configuration.scanCount))
+        maximumScanRounds = configuration.maximumScanRounds.map { max(1, $0) }
     }
 
     /// Creates a store for the server at `url`, with the other settings at their defaults.
@@ -173,7 +175,9 @@ public final class RedisStore: Store {
     /// Removes every key of the namespace — the keys that start with ``Configuration/keyPrefix`` —
     /// with `SCAN … MATCH` and `UNLINK` in batches of ``Configuration/scanCount``. Other keys in
     /// the database stay; the store stays usable (a key written meanwhile may or may not be removed).
-    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads.
+    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads; `io` when the
+    ///   scan has not ended after ``Configuration/maximumScanRounds`` rounds (the keys removed by
+    ///   then stay removed).
     /// - Performs network I/O: a `SCAN` round trip per batch, and an `UNLINK` per batch that found keys.
     public func removeAll() async throws {
         try Task.checkCancellation()
@@ -187,8 +191,14 @@ public final class RedisStore: Store {
         }
         pattern.writeStaticString("*")
         var cursor = "0"
+        var rounds = 0
         repeat {
             try Task.checkCancellation()
+            if let maximumScanRounds, rounds >= maximumScanRounds {
+                counter.recordError()
+                throw StoreError(.io, "\(subject("remove all keys", key: nil)): the scan for keys with prefix \"\(Logger.describe(configuration.keyPrefix))\" has not ended after \(rounds) SCAN rounds, the limit (the cursor is still \(Logger.describe(cursor))); the keys found so far were removed. For a database this large, raise maximumScanRounds")
+            }
+            rounds += 1
             let command = RESPValue.command("SCAN", [
                 ByteBuffer(string: cursor), ByteBuffer(string: "MATCH"), pattern,
                 ByteBuffer(string: "COUNT"), ByteBuffer(string: scanCount),

@@ -18,6 +18,7 @@ struct ConfigurationTests {
         #expect(configuration.minimumReconnectDelay == .milliseconds(100))
         #expect(configuration.maximumReconnectDelay == .seconds(5))
         #expect(configuration.scanCount == 1000)
+        #expect(configuration.maximumScanRounds == 100_000)
     }
 
     struct Parsed: Sendable, CustomTestStringConvertible {
@@ -38,6 +39,7 @@ struct ConfigurationTests {
         Parsed(url: "redis://:s3cret@10.0.0.5:7000/2", host: "10.0.0.5", port: 7000, password: "s3cret", database: 2),
         Parsed(url: "redis://alice:wonder%40land%3A1@host/15", host: "host", port: 6379, username: "alice", password: "wonder@land:1", database: 15),
         Parsed(url: "redis://a%3Ab:p@ss@host", host: "host", port: 6379, username: "a:b", password: "p@ss", database: 0),
+        Parsed(url: "redis://:pa/ss@host:7000/2", host: "host", port: 7000, password: "pa/ss", database: 2),
         Parsed(url: "redis://[::1]:6390/1", host: "::1", port: 6390, database: 1),
         Parsed(url: "redis://[::1]", host: "::1", port: 6379, database: 0),
     ])
@@ -84,6 +86,30 @@ struct ConfigurationTests {
         } throws: { error in
             "\(error)".contains("alice:***@") && !"\(error)".contains("topsecret")
         }
+    }
+
+    /// Invalid URLs whose errors once quoted part of the password: one with a `/` in it (read as
+    /// the start of the database, leaving part of the password to be read as a port), and one
+    /// given without its `:` (read as a user name).
+    @Test(arguments: [
+        ("redis://alice:top/secret@host:bad", "top", "redis://alice:***@host:bad", "the port \"bad\""),
+        ("redis://:top/secret@host/db", "top", "redis://:***@host/db", "the database \"db\""),
+        ("redis://topsecret@host", "topsecret", "redis://***@host", "a user name needs a password"),
+    ])
+    func anInvalidURLNeverShowsThePassword(_ url: String, _ secret: String, _ shown: String, _ reason: String) {
+        #expect {
+            _ = try RedisStore.Configuration(url: url)
+        } throws: { error in
+            "\(error)".contains("\"\(shown)\": \(reason)") && !"\(error)".contains(secret)
+        }
+    }
+
+    /// A huge URL is not quoted whole in its error.
+    @Test func anInvalidURLIsCutInItsError() {
+        let url = "redis://host:" + String(repeating: "9", count: 100_000)
+        let error = #expect(throws: StoreError.self) { _ = try RedisStore.Configuration(url: url) }
+        #expect(error?.message.contains("the port") == true)
+        #expect((error?.message.utf8.count ?? .max) < 1_000)
     }
 
     @Test func backoffDoublesFromTheMinimumToTheMaximumWithJitter() {

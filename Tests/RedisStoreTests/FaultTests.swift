@@ -171,6 +171,86 @@ struct FaultTests {
         await server.shutdown()
     }
 
+    /// A server that never ends a scan — every `SCAN` answers a non-zero cursor — cannot keep
+    /// `removeAll()` looping: it stops after `maximumScanRounds` rounds, having removed what it
+    /// found, with an error that says so.
+    @Test(.timeLimit(.minutes(1)))
+    func removeAllStopsWhenTheScanNeverEnds() async throws {
+        let server = try await ScriptedRedisServer.start { name, _ in
+            switch name {
+            case "PING": .bytes("+PONG\r\n")
+            case "SCAN": .bytes("*2\r\n$2\r\n17\r\n*1\r\n$7\r\nfault:k\r\n")
+            case "UNLINK": .bytes(":1\r\n")
+            default: .bytes("-ERR unexpected\r\n")
+            }
+        }
+        var configuration = try Self.configuration(server.url)
+        configuration.maximumScanRounds = 25
+        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+
+        await #expect {
+            try await store.removeAll()
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .io
+                && error.message.hasPrefix("Could not remove all keys on Redis at 127.0.0.1:\(server.port): ")
+                && error.message.contains("the scan for keys with prefix \"fault:\" has not ended after 25 SCAN rounds")
+                && error.message.contains("the cursor is still 17")
+        }
+        #expect(server.commandNames.filter { $0 == "SCAN" }.count == 25)
+        #expect(server.commandNames.filter { $0 == "UNLINK" }.count == 25)
+        #expect(store.statistics.errors == 1)
+        await server.shutdown()
+    }
+
+    /// The password of the URL is in no error — not its message, its description or anything it
+    /// holds — and in no line of the log: not when the server refuses the password, not when
+    /// it refuses a command of a store that logged in, not when the connection is refused.
+    @Test func thePasswordIsInNoErrorAndNoLogLine() async throws {
+        let server = try await RedisTestServer(arguments: ["--requirepass", "correct horse"])
+        let password = "wrong-battery-staple"
+        let log = LogLines()
+        let store = RedisStore(configuration: try Self.configuration("redis://admin:\(password)@127.0.0.1:\(server.port)"), logger: log.logger)
+        let loggedIn = RedisStore(configuration: try Self.configuration("redis://:correct%20horse@127.0.0.1:\(server.port)"), logger: log.logger)
+
+        var errors: [any Error] = []
+        func failure(_ operation: () async throws -> Void) async -> String {
+            do {
+                try await operation()
+                return "no error"
+            } catch {
+                errors.append(error)
+                return "\(error)"
+            }
+        }
+        #expect(await failure { _ = try await store.value(forKey: "k") }.contains("WRONGPASS"))
+        _ = try await loggedIn.command("RPUSH", loggedIn.redisKey(for: "list"), "x")
+        #expect(await failure { _ = try await loggedIn.value(forKey: "list") }.contains("WRONGTYPE"))
+        try await offThePool { server.stop() }
+        try await waitUntil("an error saying the connection was refused") {
+            await failure { try await store.setValue(Data(), forKey: "k") }.contains("Connection refused")
+        }
+        #expect(await failure { try await store.removeAll() } != "no error")
+        try await waitUntil("the logged-in store's connection to close") {
+            await failure { try await loggedIn.ping() }.contains("refused")
+        }
+
+        var texts = log.all
+        #expect(texts.contains { $0.contains("Cannot connect to Redis") && $0.contains("WRONGPASS") })
+        #expect(texts.contains { $0.contains("A connection to Redis closed") })
+        for error in errors {
+            var dumped = ""
+            dump(error, to: &dumped)
+            texts += ["\(error)", String(reflecting: error), dumped]
+        }
+        for configuration in [store.configuration, loggedIn.configuration] {
+            texts += ["\(configuration)", String(reflecting: configuration), configuration.url]
+        }
+        for text in texts {
+            #expect(!text.contains(password) && !text.contains("correct horse") && !text.contains("correct%20horse"), "\(text)")
+        }
+    }
+
     /// The fault test: redis-server is killed in the middle of a load on a memory → LZ4
     /// file → Redis → fetcher chain. Every fetch still returns the right value; after a restart the
     /// Redis tier serves hits again.

@@ -1,7 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOEmbedded
 @testable import RedisStore
 import Testing
+import TestSupport
 
 /// The RESP2 encoder and decoder on their own: every type, every split of the bytes, and what a
 /// malformed reply does.
@@ -106,6 +112,74 @@ struct RESPTests {
         #expect(try channel.readInbound(as: RESPValue.self) == .bulkString(ByteBuffer(bytes: payload)))
     }
 
+    /// A nested reply, then a second reply, split into three reads at every pair of positions:
+    /// the decoder carries its place from read to read and gives what one read gives.
+    @Test func aNestedReplySplitAnywhereDecodesAsInOneRead() throws {
+        let text = "*4\r\n*3\r\n$3\r\nk:1\r\n*2\r\n:-7\r\n$-1\r\n+OK\r\n$6\r\na\r\nb\r\n\r\n*0\r\n*2\r\n*-1\r\n-ERR nested\r\n"
+            + ":123456789\r\n"
+        let expected: [RESPValue] = [
+            .array([
+                .array([.bulkString(ByteBuffer(string: "k:1")), .array([.integer(-7), .bulkString(nil)]), .simpleString("OK")]),
+                .bulkString(ByteBuffer(string: "a\r\nb\r\n")),
+                .array([]),
+                .array([.array(nil), .error("ERR nested")]),
+            ]),
+            .integer(123_456_789),
+        ]
+        let bytes = Array(text.utf8)
+        #expect(try Self.decode([bytes[...]]) == expected)
+        for first in 1..<bytes.count {
+            for second in first..<bytes.count {
+                let pieces = [bytes[..<first], bytes[first..<second], bytes[second...]]
+                #expect(try Self.decode(pieces) == expected, "split at \(first) and \(second)")
+            }
+        }
+    }
+
+    /// A large reply arriving in 4 KiB reads costs time in proportion to its size: an array of
+    /// 2,000,000 integers takes at most 2.5 times as long as one of 1,000,000 (a decoder that parses
+    /// the reply from its first byte at every read takes four times as long). Each size is timed
+    /// twice, interleaved, and the faster run counts; the time is the CPU time of the thread that
+    /// decodes, so that other tests running meanwhile on the two cores do not decide the ratio.
+    @Test func aLargeReplyArrivingInPiecesDecodesInLinearTime() async throws {
+        let (million, twoMillion) = try await offThePool {
+            let small = Self.integerArray(count: 1_000_000)
+            let large = Self.integerArray(count: 2_000_000)
+            var times = (Duration.seconds(Int64.max), Duration.seconds(Int64.max))
+            for _ in 0..<2 {
+                times.0 = min(times.0, try Self.timeDecodingInPieces(small, count: 1_000_000))
+                times.1 = min(times.1, try Self.timeDecodingInPieces(large, count: 2_000_000))
+            }
+            return times
+        }
+        let ratio = twoMillion / million
+        print("RESP array of integers in 4 KiB reads, CPU time: 1,000,000 in \(million), 2,000,000 in \(twoMillion), ratio \(ratio)")
+        #expect(ratio <= 2.5, "1,000,000 integers in \(million), 2,000,000 in \(twoMillion)")
+    }
+
+    /// The limit counts what an incomplete reply holds once parsed, not only the bytes waiting: an
+    /// endless array whose elements arrive a few at a time, each consumed at once, is refused when
+    /// its elements add up — although the bytes received are far under the limit.
+    @Test func anIncompleteReplyIsRefusedForWhatItsParsedElementsHold() throws {
+        var decoder = RESPDecoder(maximumReplySize: 10_000)
+        var pending = ByteBuffer(string: "*1000000\r\n")
+        var received = pending.readableBytes
+        var decoded: [RESPValue] = []
+        var left = 0
+        let error = #expect(throws: RESPProtocolError.self) {
+            for _ in 0..<1_000_000 {
+                pending.writeStaticString("$3\r\nabc\r\n")
+                received += 9
+                if let value = try decoder.next(&pending) { decoded.append(value) }
+                left = max(left, pending.readableBytes)
+            }
+        }
+        #expect(error?.reason == "a reply runs over 10000 bytes without ending")
+        #expect(decoded.isEmpty)
+        #expect(left == 0, "each complete element is consumed at once")
+        #expect(received < 5_000)
+    }
+
     /// Malformed replies and the reason the decoder gives.
     static let malformed: [(bytes: String, reason: String)] = [
         ("!oops\r\n", "unknown type byte 0x21 ('!')"),
@@ -131,9 +205,11 @@ struct RESPTests {
         // An array that announces more elements than ever arrive keeps its bytes waiting; past the
         // limit (512 MiB and a little more by default) the decoder gives up on it.
         var waiting = ByteBuffer(string: "*1000\r\n" + String(repeating: "$3\r\nabc\r\n", count: 10))
-        #expect(try RESPDecoder.parse(&waiting, maximumReplySize: 1_000) == nil)
+        var decoder = RESPDecoder(maximumReplySize: 1_000)
+        #expect(try decoder.next(&waiting) == nil)
         var tooLarge = ByteBuffer(string: "*1000\r\n" + String(repeating: "$3\r\nabc\r\n", count: 200))
-        let error = #expect(throws: RESPProtocolError.self) { try RESPDecoder.parse(&tooLarge, maximumReplySize: 1_000) }
+        var other = RESPDecoder(maximumReplySize: 1_000)
+        let error = #expect(throws: RESPProtocolError.self) { try other.next(&tooLarge) }
         #expect(error?.reason == "a reply runs over 1000 bytes without ending")
     }
 
@@ -154,6 +230,64 @@ struct RESPTests {
         var out = ByteBuffer()
         #expect(throws: RESPProtocolError.self) { try RESPEncoder.write(.simpleString("a\r\nb"), into: &out) }
         #expect(throws: RESPProtocolError.self) { try RESPEncoder.write(.error("a\nb"), into: &out) }
+    }
+
+    /// The values decoded from `pieces`, each written as a read of its own (empty pieces skipped).
+    static func decode(_ pieces: [ArraySlice<UInt8>]) throws -> [RESPValue] {
+        let channel = try decodingChannel()
+        var values: [RESPValue] = []
+        for piece in pieces where !piece.isEmpty {
+            try channel.writeInbound(ByteBuffer(bytes: piece))
+            while let value = try channel.readInbound(as: RESPValue.self) { values.append(value) }
+        }
+        #expect(try channel.finish().isClean)
+        return values
+    }
+
+    /// The first of the integers in the arrays of ``integerArray(count:)``: every one has 8 digits,
+    /// so that twice the count is twice the bytes.
+    static let firstInteger = 10_000_000
+
+    /// An array of `count` integers from ``firstInteger`` up, encoded.
+    static func integerArray(count: Int) -> ByteBuffer {
+        var bytes = Array("*\(count)\r\n".utf8)
+        bytes.reserveCapacity(count * 10)
+        for number in firstInteger..<firstInteger + count {
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(contentsOf: String(number).utf8)
+            bytes.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+        }
+        return ByteBuffer(bytes: bytes)
+    }
+
+    /// How long decoding `reply`, an array of `count` integers from ``firstInteger`` up, takes
+    /// when it arrives in reads of 4 KiB; checks the value too (after the clock stops).
+    static func timeDecodingInPieces(_ reply: ByteBuffer, count: Int) throws -> Duration {
+        let channel = try decodingChannel()
+        var bytes = reply
+        let start = threadCPUTime()
+        while let piece = bytes.readSlice(length: min(bytes.readableBytes, 4096)), piece.readableBytes > 0 {
+            try channel.writeInbound(piece)
+        }
+        let value = try channel.readInbound(as: RESPValue.self)
+        let elapsed = threadCPUTime() - start
+        guard case .array(let elements?) = value else {
+            Issue.record("expected an array, decoded \(value?.summary ?? "nothing")")
+            return elapsed
+        }
+        #expect(elements.count == count)
+        var expected = Int64(firstInteger)
+        for case .integer(let number) in elements where number == expected { expected += 1 }
+        #expect(expected == firstInteger + count, "\(count) integers from \(firstInteger) up, in order")
+        return elapsed
+    }
+
+    /// The CPU time the calling thread has used (an embedded channel decodes on the thread that
+    /// writes to it).
+    static func threadCPUTime() -> Duration {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 
     static func decodingChannel() throws -> EmbeddedChannel {

@@ -123,6 +123,43 @@ struct RedisStoreTests {
         #expect(try await outside.value(forKey: "unrelated") == nil)
     }
 
+    /// Against a real server, `removeAll()` within the default round limit removes every key of
+    /// its namespace; with a limit too low for the database it stops with an error, having
+    /// removed only some.
+    @Test func removeAllRemovesEveryKeyWithinTheRoundLimit() async throws {
+        let url = try await SharedRedis.url()
+        var configuration = try RedisStore.Configuration(url: url, keyPrefix: SharedRedis.uniquePrefix("rounds"))
+        configuration.scanCount = 10
+        let store = RedisStore(configuration: configuration)
+        configuration.maximumScanRounds = 2
+        let limited = RedisStore(configuration: configuration)
+        let keys = (0..<1000).map { "key\($0)" }
+        func stored() async throws -> Int {
+            var count = 0
+            for key in keys where try await store.value(forKey: key) != nil { count += 1 }
+            return count
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for key in keys[(task * 125)..<(task * 125 + 125)] { try await store.setValue(Data([1]), forKey: key) }
+                }
+            }
+            try await group.waitForAll()
+        }
+
+        // 1000 keys and more in the database, about 10 a round: two rounds cannot reach them all.
+        await #expect {
+            try await limited.removeAll()
+        } throws: { error in
+            (error as? StoreError)?.code == .io && "\(error)".contains("has not ended after 2 SCAN rounds")
+        }
+        #expect(try await stored() > 0)
+
+        try await store.removeAll()
+        #expect(try await stored() == 0)
+    }
+
     /// Many commands in flight on few connections: each connection pipelines, and every task reads
     /// its own writes.
     @Test func manyConcurrentCommandsShareTheConnections() async throws {
