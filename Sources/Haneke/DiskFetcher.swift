@@ -1,44 +1,112 @@
 import Foundation
 public import HanekeProtocols
-import Logging
 
 /// Fetches values from files: a file that is missing and a file that does not decode are different
-/// errors (`notFound` and `decoding`). The read runs off Swift's cooperative threads.
+/// errors (`notFound` and `decoding`), and a file larger than `configuration.maximumFileSize`
+/// (`64 MiB` by default) is refused with `valueTooLarge` before any of it is read. The read runs
+/// off Swift's cooperative threads.
 ///
 /// ```swift
 /// let config = try await cache.fetch(path: "/etc/myapp/config.json")
 /// ```
 public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
+    /// The limits of a `DiskFetcher`.
+    public struct Configuration: Sendable, Hashable {
+        /// `64 MiB` by default: the largest file read; `nil` for no limit. A larger file is refused
+        /// with `valueTooLarge` from its size alone, before any of it is read; a file that grows
+        /// past the limit while it is read (or a device or `/proc` file, whose size is not known)
+        /// is refused once the limit is passed.
+        public var maximumFileSize: Int?
+
+        /// Creates a configuration.
+        /// - Parameter maximumFileSize: The largest file read; `64 MiB` by default, `nil` for no
+        ///   limit.
+        public init(maximumFileSize: Int? = 64 << 20) {
+            self.maximumFileSize = maximumFileSize
+        }
+    }
+
     /// The file every fetch reads, or `nil` to read the key itself as a path.
     public let path: String?
+    /// The fetcher's limits.
+    public let configuration: Configuration
 
     /// Creates a fetcher.
-    /// - Parameter path: The file to read whatever the key; `nil` (the default) reads the key as a path.
-    public init(path: String? = nil) {
+    /// - Parameters:
+    ///   - path: The file to read whatever the key; `nil` (the default) reads the key as a path.
+    ///   - configuration: The limits; the defaults of `Configuration` by default.
+    public init(path: String? = nil, configuration: Configuration = Configuration()) {
         self.path = path
+        self.configuration = configuration
     }
 
     /// Reads the file and decodes it.
     /// - Parameter key: The cache key; used as the path when the fetcher has none.
     /// - Returns: The decoded contents.
-    /// - Throws: `StoreError` with code `notFound` (no such file), `decoding`, or `io`.
+    /// - Throws: `StoreError` with code `notFound` (no such file), `valueTooLarge`, `decoding`, or
+    ///   `io`.
     public func fetch(_ key: String) async throws -> Value {
         let path = self.path ?? key
-        let data: Data = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do {
-                    continuation.resume(returning: try Data(contentsOf: URL(fileURLWithPath: path)))
-                } catch let error as CocoaError where error.code == .fileReadNoSuchFile || error.code == .fileNoSuchFile {
-                    continuation.resume(throwing: StoreError(.notFound, "There is no file at \(path)", cause: error))
-                } catch {
-                    continuation.resume(throwing: StoreError(.io, "Could not read \(path): \(error.localizedDescription)", cause: error))
-                }
-            }
-        }
+        let maximum = configuration.maximumFileSize
+        let data = try await Self.offCooperativeThreads { try Self.contents(of: path, maximum: maximum) }
         do {
             return try Value.convertFromData(data)
         } catch {
             throw StoreError.wrapping(error, as: .decoding, "The file \(path) (\(data.count) bytes) does not decode as \(Value.self)")
         }
+    }
+
+    /// Runs `work`, which blocks on the disk, on a Dispatch thread rather than one of Swift's
+    /// cooperative threads.
+    private static func offCooperativeThreads<Output: Sendable>(_ work: @escaping @Sendable () throws -> Output) async throws -> Output {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    /// Reads the file at `path`, refusing it from its size (`fstat`) before reading when it is over
+    /// `maximum`, and while reading when it grows past it.
+    private static func contents(of path: String, maximum: Int?) throws -> Data {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure(errno, path) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw failure(errno, path) }
+        guard status.st_mode & S_IFMT != S_IFDIR else { throw failure(EISDIR, path) }
+        let size = Int(status.st_size)
+        if let maximum, size > maximum {
+            throw StoreError(.valueTooLarge, "The file \(path) holds \(size) bytes, more than the maximumFileSize of \(maximum) bytes")
+        }
+        // One byte more than the size, to see a file that grew; a size of 0 may mean an unknown
+        // size (a device, a file under /proc): the buffer grows as long as the limit allows.
+        var data = Data(count: size + 1)
+        var length = 0
+        while true {
+            if length == data.count {
+                if let maximum, length > maximum {
+                    throw StoreError(.valueTooLarge, "The file \(path) holds more than the maximumFileSize of \(maximum) bytes")
+                }
+                data.count = min(data.count * 2, maximum.map { $0 + 1 } ?? .max)
+            }
+            let count = data.withUnsafeMutableBytes { buffer in
+                read(descriptor, buffer.baseAddress! + length, buffer.count - length)
+            }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure(errno, path)
+            }
+            length += count
+        }
+        data.count = length
+        return data
+    }
+
+    private static func failure(_ number: Int32, _ path: String) -> StoreError {
+        let code = POSIXErrorCode(rawValue: number)
+        if code == .ENOENT || code == .ENOTDIR {
+            return StoreError(.notFound, "There is no file at \(path)", posixCode: code)
+        }
+        return StoreError(.io, "Could not read \(path): \(String(cString: strerror(number)))", posixCode: code)
     }
 }

@@ -11,6 +11,11 @@ import Logging
 /// - Only 200 and 201 are successes; any other status throws `StoreError` code `invalidStatusCode`,
 ///   with the status in `statusCode`. Failed responses are never cached.
 /// - An empty body, or one shorter than its `Content-Length`, throws `missingData`.
+/// - A body larger than `configuration.maximumBodySize` (`64 MiB` by default, counted after gzip or
+///   another `Content-Encoding` is decoded) throws `valueTooLarge` as soon as it passes the limit,
+///   and the request is cancelled; a request that takes longer than
+///   `configuration.requestTimeout` (`60 seconds` by default) throws `timeout`, and is cancelled.
+/// - Error messages show URLs without their secrets: `http://alice:***@host/path?token=***`.
 /// - Cancelling the task cancels the request.
 /// - The default session is ephemeral with its URL cache turned off, so nothing is cached behind
 ///   the cache's own layers (and nothing is written under `~/.cache` by libcurl's cache).
@@ -20,17 +25,67 @@ import Logging
 /// let pages = MemoryStore<String, Data>().fetching(from: NetworkFetcher<Data>())   // keys are URLs
 /// ```
 public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
+    /// The limits of a `NetworkFetcher`, and the secrets its errors hide.
+    public struct Configuration: Sendable, Hashable {
+        /// `64 MiB` by default: the most bytes a response body may have, counted as they arrive
+        /// after decoding (a gzip body counts what it inflates to); `nil` for no limit. A body
+        /// that passes it, or a `Content-Length` above it, throws `valueTooLarge` at once, and the
+        /// request is cancelled. With the default session, the body held in memory never exceeds
+        /// it; a session of your own collects the whole body before the fetcher can count it.
+        public var maximumBodySize: Int?
+        /// `60 seconds` by default: the longest a request may take in all, from sending it to the
+        /// last byte of the body, however steadily bytes arrive; `nil` for no limit (the session's
+        /// own timeouts still apply). Past it the request is cancelled and throws `timeout`.
+        public var requestTimeout: Duration?
+        /// `token`, `access_token`, `refresh_token`, `id_token`, `api_key`, `apikey`, `key`,
+        /// `signature`, `sig`, `password`, `secret`, `client_secret`, `x-amz-signature`,
+        /// `x-amz-credential` and `x-amz-security-token` by default: the query items whose values
+        /// error messages show as `***`. Names are compared without regard to case. The password
+        /// of a URL's user info is always hidden (`alice:***@`), and so is user info without a
+        /// password, often a token (`***@`).
+        public var sensitiveQueryItems: Set<String>
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - maximumBodySize: The most bytes a decoded body may have; `64 MiB` by default, `nil`
+        ///     for no limit.
+        ///   - requestTimeout: The longest a whole request may take; `60 seconds` by default, `nil`
+        ///     for no limit.
+        ///   - sensitiveQueryItems: The query items whose values errors hide; common names of
+        ///     tokens, keys, signatures and passwords by default.
+        public init(
+            maximumBodySize: Int? = 64 << 20,
+            requestTimeout: Duration? = .seconds(60),
+            sensitiveQueryItems: Set<String> = [
+                "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key",
+                "signature", "sig", "password", "secret", "client_secret",
+                "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+            ]
+        ) {
+            self.maximumBodySize = maximumBodySize
+            self.requestTimeout = requestTimeout
+            self.sensitiveQueryItems = sensitiveQueryItems
+        }
+    }
+
     /// The URL every fetch requests, or `nil` to request the key itself as a URL.
     public let url: URL?
+    /// The fetcher's limits, and the secrets its errors hide.
+    public let configuration: Configuration
     private let session: URLSession
 
     /// Creates a fetcher.
     /// - Parameters:
     ///   - url: The URL to request whatever the key; `nil` (the default) requests the key as a URL.
-    ///   - session: The session; an ephemeral one without a URL cache by default.
-    public init(url: URL? = nil, session: URLSession = NetworkFetcherSession.shared) {
+    ///   - session: The session; `NetworkFetcherSession.shared` by default, an ephemeral one
+    ///     without a URL cache, whose bodies the fetcher counts as they arrive. Another session
+    ///     collects each body whole before the fetcher sees it.
+    ///   - configuration: The limits, and the secrets errors hide; the defaults of `Configuration`
+    ///     by default.
+    public init(url: URL? = nil, session: URLSession = NetworkFetcherSession.shared, configuration: Configuration = Configuration()) {
         self.url = url
         self.session = session
+        self.configuration = configuration
     }
 
     /// The key a cache should store this fetcher's value under: its URL's absolute string.
@@ -39,114 +94,350 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// Requests the URL (or `key` as a URL) and decodes the body.
     /// - Parameter key: The cache key; used as the URL when the fetcher has none.
     /// - Returns: The decoded body.
-    /// - Throws: `StoreError` (`invalidKey`, `invalidStatusCode`, `missingData`, `decoding`,
-    ///   `unavailable`, `timeout`) or `CancellationError`.
+    /// - Throws: `StoreError` (`invalidKey`, `invalidStatusCode`, `missingData`, `valueTooLarge`,
+    ///   `decoding`, `unavailable`, `timeout`) or `CancellationError`.
     public func fetch(_ key: String) async throws -> Value {
         guard let target = url ?? URL(string: key), target.scheme == "http" || target.scheme == "https" else {
-            throw StoreError(.invalidKey, "\(Logger.describe(key)) is not an http or https URL")
+            throw StoreError(.invalidKey, "\(Logger.describe(redacted(url?.absoluteString ?? key))) is not an http or https URL")
         }
-        var request = URLRequest(url: target)
-        request.cachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        let request = Request(target: target, shown: redacted(target.absoluteString))
         let (data, response) = try await load(request)
         guard let http = response as? HTTPURLResponse else {
-            throw StoreError(.unavailable, "GET \(target.absoluteString) gave no HTTP response")
+            throw StoreError(.unavailable, "GET \(request.shown) gave no HTTP response")
         }
         guard http.statusCode == 200 || http.statusCode == 201 else {
             throw StoreError(
                 .invalidStatusCode,
-                "GET \(target.absoluteString) answered \(http.statusCode) \(HTTPURLResponse.localizedString(forStatusCode: http.statusCode))",
+                "GET \(request.shown) answered \(http.statusCode) \(HTTPURLResponse.localizedString(forStatusCode: http.statusCode))",
                 statusCode: http.statusCode
             )
         }
         guard !data.isEmpty else {
-            throw StoreError(.missingData, "GET \(target.absoluteString) answered \(http.statusCode) with an empty body")
+            throw StoreError(.missingData, "GET \(request.shown) answered \(http.statusCode) with an empty body")
         }
         // A compressed body (Content-Encoding) arrives decompressed, so its length differs from the
         // announced one; libcurl itself reports such a body cut short (CURLE_PARTIAL_FILE).
         if http.value(forHTTPHeaderField: "Content-Encoding") == nil,
            http.expectedContentLength > 0, Int64(data.count) < http.expectedContentLength {
-            throw StoreError(.missingData, "GET \(target.absoluteString) sent \(data.count) of the \(http.expectedContentLength) bytes it announced")
+            throw StoreError(.missingData, "GET \(request.shown) sent \(data.count) of the \(http.expectedContentLength) bytes it announced")
         }
         do {
             return try Value.convertFromData(data)
         } catch {
-            throw StoreError.wrapping(error, as: .decoding, "The body of GET \(target.absoluteString) (\(data.count) bytes) does not decode as \(Value.self)")
+            throw StoreError.wrapping(error, as: .decoding, "The body of GET \(request.shown) (\(data.count) bytes) does not decode as \(Value.self)")
         }
     }
 
-    /// Runs a data task, cancelling it when the calling task is cancelled.
-    private func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        let box = TaskBox()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: Self.storeError(for: error, request: request))
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: StoreError(.unavailable, "GET \(request.url?.absoluteString ?? "?") gave no response"))
-                    }
-                }
-                box.start(task)
+    /// A URL to request, and how errors show it.
+    private struct Request: Sendable {
+        var target: URL
+        /// `target` as `redacted(_:)` shows it.
+        var shown: String
+    }
+
+    /// Runs the request within `configuration.requestTimeout`.
+    private func load(_ request: Request) async throws -> (Data, URLResponse) {
+        guard let timeout = configuration.requestTimeout else { return try await transfer(request) }
+        return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
+            group.addTask { try await transfer(request) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
             }
-        } onCancel: {
-            box.cancel()
+            defer { group.cancelAll() }   // the other child: the timer, or the request (cancelled)
+            guard let result = try await group.next() ?? nil else {
+                throw StoreError(.timeout, "GET \(request.shown) took longer than \(timeout), its requestTimeout")
+            }
+            return result
         }
     }
 
-    private static func storeError(for error: any Error, request: URLRequest) -> any Error {
-        let url = request.url?.absoluteString ?? "?"
-        guard let urlError = error as? URLError else {
-            return StoreError(.unavailable, "GET \(url) failed: \(error)", cause: error)
+    /// Runs a data task, cancelling it when the calling task is cancelled or the body passes
+    /// `configuration.maximumBodySize`. The default session streams the body to the fetcher (see
+    /// `StreamingSession`); any other session collects it whole first.
+    private func transfer(_ request: Request) async throws -> (Data, URLResponse) {
+        var urlRequest = URLRequest(url: request.target)
+        urlRequest.cachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        let (data, response): (Data, URLResponse)
+        do {
+            if session === NetworkFetcherSession.shared {
+                (data, response) = try await StreamingSession.load(urlRequest, maximumBodySize: configuration.maximumBodySize, shown: request.shown)
+            } else {
+                (data, response) = try await session.data(for: urlRequest)
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw Self.storeError(for: error, request: request)
         }
+        if let maximum = configuration.maximumBodySize, data.count > maximum {
+            throw Transfer.tooLarge(request.shown, maximum: maximum, received: data.count)
+        }
+        return (data, response)
+    }
+
+    private static func storeError(for error: any Error, request: Request) -> any Error {
+        guard let urlError = error as? URLError else {
+            return StoreError(.unavailable, "GET \(request.shown) failed: \(error)", cause: error)
+        }
+        let description = urlError.localizedDescription
+        // FoundationNetworking's error holds the URL with its secrets (NSErrorFailingURLKey):
+        // the cause keeps only the code, the description and the URL as errors show it.
+        var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
+        userInfo[NSURLErrorFailingURLErrorKey] = URL(string: request.shown)
+        let cause = URLError(urlError.code, userInfo: userInfo)
         switch urlError.code {
         case .cancelled:
             return CancellationError()
         case .timedOut:
-            return StoreError(.timeout, "GET \(url) timed out", cause: error)
+            return StoreError(.timeout, "GET \(request.shown) timed out", cause: cause)
         case .networkConnectionLost, .cannotParseResponse, .zeroByteResource:
-            return StoreError(.missingData, "GET \(url) ended before its body was complete: \(urlError.localizedDescription)", cause: error)
-        case .unknown where urlError.localizedDescription.contains("bytes remaining to read"):
+            return StoreError(.missingData, "GET \(request.shown) ended before its body was complete: \(description)", cause: cause)
+        case .unknown where description.contains("bytes remaining to read"):
             // libcurl's CURLE_PARTIAL_FILE ("transfer closed with N bytes remaining to read"), which
             // FoundationNetworking passes on as an unknown error: a body shorter than its Content-Length.
-            return StoreError(.missingData, "GET \(url) ended before its body was complete: \(urlError.localizedDescription)", cause: error)
+            return StoreError(.missingData, "GET \(request.shown) ended before its body was complete: \(description)", cause: cause)
         default:
-            return StoreError(.unavailable, "GET \(url) failed: \(urlError.localizedDescription)", cause: error)
+            return StoreError(.unavailable, "GET \(request.shown) failed: \(description)", cause: cause)
         }
+    }
+
+    /// `url` as error messages show it: the password of its user info (or user info without a
+    /// password, often a token) and the values of `configuration.sensitiveQueryItems` replaced by
+    /// `***`, as in `http://alice:***@host/path?token=***`. Text that does not parse as a URL is
+    /// not shown at all.
+    func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else {
+            return "a URL that does not parse (\(url.utf8.count) bytes)"
+        }
+        if components.percentEncodedPassword != nil {
+            components.percentEncodedPassword = "***"
+        } else if components.percentEncodedUser != nil {
+            components.percentEncodedUser = "***"
+        }
+        if let items = components.percentEncodedQueryItems {
+            let sensitive = Set(configuration.sensitiveQueryItems.map { $0.lowercased() })
+            components.percentEncodedQueryItems = items.map { item in
+                let name = (item.name.removingPercentEncoding ?? item.name).lowercased()
+                return sensitive.contains(name) && item.value != nil ? URLQueryItem(name: item.name, value: "***") : item
+            }
+        }
+        return components.string ?? "a URL that does not parse (\(url.utf8.count) bytes)"
     }
 }
 
 /// The shared session of `NetworkFetcher`: ephemeral, with no URL cache and no cookies.
 public enum NetworkFetcherSession {
     /// An ephemeral session whose URL cache is off, so responses are cached only by Haneke.
-    public static let shared: URLSession = {
+    ///
+    /// A `NetworkFetcher` given this session (the default) runs its requests on a twin session
+    /// with the same settings that hands it the body as it arrives, so that
+    /// `maximumBodySize` bounds the memory a response takes. With any other session the fetcher
+    /// checks the size only once that session has collected the whole body.
+    public static let shared = URLSession(configuration: makeConfiguration())
+
+    /// The settings of `shared` and of its streaming twin.
+    static func makeConfiguration() -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
         configuration.httpCookieStorage = nil
         configuration.timeoutIntervalForRequest = 30
-        return URLSession(configuration: configuration)
-    }()
+        return configuration
+    }
 }
 
-/// Holds a data task so a cancellation that arrives before the task exists still cancels it.
-private final class TaskBox: Sendable {
-    private let state = Locked<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+/// The twin of `NetworkFetcherSession.shared` that streams each body to its `Transfer`.
+///
+/// FoundationNetworking hands a session's delegate the body (decoded: libcurl inflates gzip) piece
+/// by piece, but through the delegate queue: on another thread, each piece a copy waiting in the
+/// queue, and the queue falls behind libcurl (a gzip bomb of 512 MiB left about 450 MiB waiting).
+/// Here the queue runs each delegate call at once, on the session's own thread, so a piece is
+/// counted, and dropped past the limit, as soon as it is decoded. The delegate must then never
+/// wait for the session: `URLSessionTask.cancel()` and `resume()` wait for that very thread, so
+/// they go to a Dispatch queue. (`shared` stays an ordinary session: its users' code never runs
+/// on that thread.)
+///
+/// A cancellation cannot stop libcurl while bytes keep arriving: `cancel()` waits for the
+/// session's thread, which reads and inflates burst after burst (up to 100 reads of 16 KiB each)
+/// and lets nothing else in. A gzip bomb is cancelled only once its compressed bytes run out, and
+/// the session's other requests wait that long (a bomb of 6 GiB: 16 seconds). So a fetch never
+/// waits for its task: it resumes as soon as the limit or the deadline passes or its task is
+/// cancelled, and the task ends in the background.
+private enum StreamingSession {
+    static let router = TransferRouter()
+    static let session = URLSession(
+        configuration: NetworkFetcherSession.makeConfiguration(),
+        delegate: router,
+        delegateQueue: ImmediateOperationQueue()
+    )
 
-    func start(_ task: URLSessionDataTask) {
+    /// Runs `request`, collecting at most `maximumBodySize` bytes of body.
+    /// - Throws: `StoreError` (`valueTooLarge`) when the body passes the limit,
+    ///   `CancellationError` when the calling task is cancelled; otherwise FoundationNetworking's
+    ///   error.
+    static func load(_ request: URLRequest, maximumBodySize: Int?, shown: String) async throws -> (Data, URLResponse) {
+        let transfer = Transfer(maximumBodySize: maximumBodySize, shown: shown)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                transfer.begin(continuation)
+                DispatchQueue.global().async {
+                    let task = session.dataTask(with: request)
+                    router.add(transfer, for: task)
+                    transfer.start(task)
+                }
+            }
+        } onCancel: {
+            transfer.end(throwing: CancellationError())
+        }
+    }
+}
+
+/// An operation queue that runs each block at once, on the thread that adds it.
+///
+/// `OperationQueue` is `@unchecked Sendable` in Foundation, and Swift requires a subclass to say
+/// so again; this one adds no state, so the claim is still Foundation's alone.
+private final class ImmediateOperationQueue: OperationQueue, @unchecked Sendable {
+    override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        block()
+    }
+}
+
+/// The delegate of the streaming session: hands each task's events to its `Transfer`. Runs on the
+/// session's own thread (see `StreamingSession`), so it never waits for the session.
+private final class TransferRouter: NSObject, URLSessionDataDelegate, Sendable {
+    private let transfers = Locked<[Int: Transfer]>([:])
+
+    func add(_ transfer: Transfer, for task: URLSessionTask) {
+        transfers.withLock { $0[task.taskIdentifier] = transfer }
+    }
+
+    private func transfer(for task: URLSessionTask) -> Transfer? {
+        transfers.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        transfer(for: dataTask)?.receive(response)
+        completionHandler(.allow)   // FoundationNetworking ignores it; `receive` cancels instead
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        transfer(for: dataTask)?.receive(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let transfer = transfers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        transfer?.finish(response: task.response, error: error)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        // The default handling may cancel the task, which waits for the session's thread.
+        DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
+    }
+}
+
+/// One request on the streaming session: the fetch waiting for it, its body so far (within the
+/// limit), and its task.
+private final class Transfer: Sendable {
+    private let maximumBodySize: Int?
+    private let shown: String
+    private let state = Locked(State())
+
+    private struct State {
+        /// The fetch, until it is resumed.
+        var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
+        var task: URLSessionTask?
+        /// Whether the task is to be cancelled, or was.
+        var cancelled = false
+        var body = Data()
+        var received = 0
+    }
+
+    init(maximumBodySize: Int?, shown: String) {
+        self.maximumBodySize = maximumBodySize
+        self.shown = shown
+    }
+
+    /// The error of a body that passed `maximum`, `received` bytes in.
+    static func tooLarge(_ shown: String, maximum: Int, received: Int) -> StoreError {
+        StoreError(.valueTooLarge, "GET \(shown) sent more than its maximumBodySize of \(maximum) bytes (\(received) bytes when it was stopped)")
+    }
+
+    func begin(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    /// Resumes `task`, or cancels it if the transfer has ended already. Waits for the session's
+    /// thread: call it on a Dispatch queue.
+    func start(_ task: URLSessionTask) {
         let cancelled = state.withLock { state in
             state.task = task
             return state.cancelled
         }
-        if cancelled { task.cancel() }
-        task.resume()
+        if cancelled { task.cancel() } else { task.resume() }
     }
 
-    func cancel() {
-        state.withLock { state in
+    /// Refuses a `Content-Length` over the limit; reserves room for one within it.
+    func receive(_ response: URLResponse) {
+        let announced = response.expectedContentLength
+        guard let maximum = maximumBodySize, announced > 0 else { return }
+        guard announced > maximum else {
+            state.withLock { $0.body.reserveCapacity(Int(announced)) }
+            return
+        }
+        end(throwing: StoreError(.valueTooLarge, "GET \(shown) announced \(announced) bytes (Content-Length), more than its maximumBodySize of \(maximum) bytes"))
+    }
+
+    /// Keeps a piece of the body, or ends the transfer once the body passes the limit.
+    func receive(_ data: Data) {
+        let passed = state.withLock { (state: inout State) -> Int? in
+            guard !state.cancelled else { return nil }
+            state.received += data.count
+            if let maximum = maximumBodySize, state.received > maximum { return state.received }
+            state.body.append(data)
+            return nil
+        }
+        if let passed, let maximum = maximumBodySize {
+            end(throwing: Self.tooLarge(shown, maximum: maximum, received: passed))
+        }
+    }
+
+    /// Resumes the fetch with `error` now, drops the body, and cancels the task (which ends later).
+    func end(throwing error: any Error) {
+        let (continuation, task) = state.withLock { state in
+            defer { state.continuation = nil }
             state.cancelled = true
-            return state.task
-        }?.cancel()
+            state.body = Data()
+            return (state.continuation, state.task)
+        }
+        continuation?.resume(throwing: error)
+        if let task { DispatchQueue.global().async { task.cancel() } }
+    }
+
+    /// Resumes the fetch, if it still waits, with the session's error or the body.
+    func finish(response: URLResponse?, error: (any Error)?) {
+        let (continuation, body) = state.withLock { state in
+            defer { state.continuation = nil; state.body = Data() }
+            return (state.continuation, state.body)
+        }
+        if let error {
+            continuation?.resume(throwing: error)
+        } else if let response {
+            continuation?.resume(returning: (body, response))
+        } else {
+            continuation?.resume(throwing: StoreError(.unavailable, "GET \(shown) gave no response"))
+        }
     }
 }

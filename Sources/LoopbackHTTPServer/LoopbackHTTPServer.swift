@@ -27,6 +27,9 @@ public final class LoopbackHTTPServer: Sendable {
         public var announcedLength: Int?
         /// Extra headers.
         public var headers: [(String, String)]
+        /// `nil` (the whole body at once) by default; otherwise the pause before each byte of a body
+        /// sent one byte at a time, a server that drips. Sending stops when the client goes away.
+        public var dripInterval: Duration?
 
         /// Creates a response.
         /// - Parameters:
@@ -34,11 +37,20 @@ public final class LoopbackHTTPServer: Sendable {
         ///   - body: The body; empty by default.
         ///   - announcedLength: The `Content-Length` to announce; the body's length by default.
         ///   - headers: Extra headers; none by default.
-        public init(status: Int = 200, body: Data = Data(), announcedLength: Int? = nil, headers: [(String, String)] = []) {
+        ///   - dripInterval: The pause before each byte of the body; `nil` (no pause, the whole
+        ///     body at once) by default.
+        public init(
+            status: Int = 200,
+            body: Data = Data(),
+            announcedLength: Int? = nil,
+            headers: [(String, String)] = [],
+            dripInterval: Duration? = nil
+        ) {
             self.status = status
             self.body = body
             self.announcedLength = announcedLength
             self.headers = headers
+            self.dripInterval = dripInterval
         }
     }
 
@@ -48,6 +60,8 @@ public final class LoopbackHTTPServer: Sendable {
     private let served = Atomic<Int>(0)
     private let received = Atomic<Int>(0)
     private let byPath: Mutex<[String: Int]>
+    /// The task that accepts connections and serves them; set once, right after the start.
+    private let serving = Mutex<Task<Void, Never>?>(nil)
 
     /// The server's root URL, `http://127.0.0.1:<port>`.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
@@ -88,7 +102,7 @@ public final class LoopbackHTTPServer: Sendable {
             throw CancellationError()
         }
         let instance = LoopbackHTTPServer(port: port, listener: server.channel)
-        Task {
+        let serving = Task<Void, Never> {
             try? await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { connections in
                     for try await connection in connections {
@@ -97,12 +111,17 @@ public final class LoopbackHTTPServer: Sendable {
                 }
             }
         }
+        instance.serving.withLock { $0 = serving }
         return instance
     }
 
-    /// Stops listening (connections in progress finish).
+    /// Stops listening, ends the connections still open (idle keep-alive ones, a dripping body,
+    /// a handler still running: its task is cancelled), and returns once they have all closed.
     public func shutdown() async {
         try? await listener.close()
+        let serving = serving.withLock { $0 }
+        serving?.cancel()
+        await serving?.value
     }
 
     private func serve(
@@ -128,7 +147,13 @@ public final class LoopbackHTTPServer: Sendable {
                     headers.add(name: "Content-Length", value: String(response.announcedLength ?? response.body.count))
                     for (name, value) in response.headers { headers.add(name: name, value: value) }
                     try await outbound.write(.head(HTTPResponseHead(version: requestHead.version, status: .init(statusCode: response.status), headers: headers)))
-                    if !response.body.isEmpty {
+                    if let interval = response.dripInterval {
+                        // A write fails once the client has gone away; the sleep, once the server shuts down.
+                        for byte in response.body {
+                            try await Task.sleep(for: interval)
+                            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: [byte]))))
+                        }
+                    } else if !response.body.isEmpty {
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
                     }
                     if let announced = response.announcedLength, announced > response.body.count {

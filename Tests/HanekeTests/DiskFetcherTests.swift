@@ -42,4 +42,69 @@ struct DiskFetcherTests {
         try FileManager.default.removeItem(atPath: path)
         #expect(try await cache.fetch(path: path) == "hello")   // from the cache now
     }
+
+    @Test func anEmptyFileIsReadAsEmpty() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("empty")
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect(try await DiskFetcher<Data>(path: path).fetch("k").isEmpty)
+    }
+
+    @Test(arguments: [(size: 1000, accepted: true), (size: 1001, accepted: false)])
+    func aFileOverTheLimitIsRefused(size: Int, accepted: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("file")
+        let contents = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
+        try contents.write(to: URL(fileURLWithPath: path))
+        let fetcher = DiskFetcher<Data>(path: path, configuration: .init(maximumFileSize: 1000))
+        if accepted {
+            #expect(try await fetcher.fetch("k") == contents)
+        } else {
+            let error = await #expect(throws: StoreError.self) { try await fetcher.fetch("k") }
+            #expect(error?.code == .valueTooLarge)
+            #expect(error?.message.contains(path) == true)
+            #expect(error?.message.contains("1000") == true)
+        }
+    }
+
+    /// A sparse file of 2 GiB takes no disk space and, refused from its size, no memory.
+    @Test func aSparseFileOf2GiBIsRefusedBeforeItIsRead() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("sparse")
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        try #require(descriptor >= 0)
+        let truncated = ftruncate(descriptor, 2 << 30)
+        close(descriptor)
+        try #require(truncated == 0)
+
+        let before = peakMemory()
+        let error = await #expect(throws: StoreError.self) { try await DiskFetcher<Data>(path: path).fetch("k") }
+        #expect(error?.code == .valueTooLarge)
+        #expect(error?.message.contains("\(2 << 30) bytes") == true)
+        #expect(error?.message.contains("\(64 << 20) bytes") == true, "the default limit")
+        #expect(peakMemory() - before < 64 << 20, "the peak memory grew by \(peakMemory() - before) bytes")
+    }
+
+    /// `/dev/zero` has no size and no end: the read stops one byte past the limit.
+    @Test func aFileWithoutASizeIsRefusedOnceItPassesTheLimit() async throws {
+        let fetcher = DiskFetcher<Data>(path: "/dev/zero", configuration: .init(maximumFileSize: 1 << 20))
+        let error = await #expect(throws: StoreError.self) { try await fetcher.fetch("k") }
+        #expect(error?.code == .valueTooLarge)
+    }
+
+    @Test func withoutALimitALargerFileIsRead() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("file")
+        let contents = Data(repeating: 7, count: 3 << 20)
+        try contents.write(to: URL(fileURLWithPath: path))
+        let fetcher = DiskFetcher<Data>(path: path, configuration: .init(maximumFileSize: nil))
+        #expect(try await fetcher.fetch("k") == contents)
+    }
+}
+
+/// The process's peak resident memory so far, in bytes (`getrusage`).
+func peakMemory() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss * 1024   // kilobytes on Linux
 }
