@@ -48,19 +48,11 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
     public func fetch(_ key: String) async throws -> Value {
         let path = self.path ?? key
         let maximum = configuration.maximumFileSize
-        let data = try await Self.offCooperativeThreads { try Self.contents(of: path, maximum: maximum) }
+        let data = try await IOExecutor.shared.run { try Self.contents(of: path, maximum: maximum) }
         do {
             return try Value.convertFromData(data)
         } catch {
             throw StoreError.wrapping(error, as: .decoding, "The file \(path) (\(data.count) bytes) does not decode as \(Value.self)")
-        }
-    }
-
-    /// Runs `work`, which blocks on the disk, on a Dispatch thread rather than one of Swift's
-    /// cooperative threads.
-    private static func offCooperativeThreads<Output: Sendable>(_ work: @escaping @Sendable () throws -> Output) async throws -> Output {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
         }
     }
 

@@ -37,13 +37,18 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// last byte of the body, however steadily bytes arrive; `nil` for no limit (the session's
         /// own timeouts still apply). Past it the request is cancelled and throws `timeout`.
         public var requestTimeout: Duration?
-        /// `token`, `access_token`, `refresh_token`, `id_token`, `api_key`, `apikey`, `key`,
-        /// `signature`, `sig`, `password`, `secret`, `client_secret`, `x-amz-signature`,
-        /// `x-amz-credential` and `x-amz-security-token` by default: the query items whose values
+        /// ``defaultSensitiveQueryItems`` (`token`, `access_token`, `api_key`, `signature`,
+        /// `password` and the like) by default: the query items whose values
         /// error messages show as `***`. Names are compared without regard to case. The password
         /// of a URL's user info is always hidden (`alice:***@`), and so is user info without a
         /// password, often a token (`***@`).
         public var sensitiveQueryItems: Set<String>
+
+        /// The default ``sensitiveQueryItems``: `token`, `access_token`, `refresh_token`,
+        /// `id_token`, `api_key`, `apikey`, `key`, `signature`, `sig`, `password`, `passwd`,
+        /// `secret`, `client_secret` and the `x-amz-` signature, credential and security token.
+        /// Every key the cache shows in its logs is shown with these hidden too.
+        public static var defaultSensitiveQueryItems: Set<String> { Redaction.defaultSensitiveQueryItems }
 
         /// Creates a configuration.
         /// - Parameters:
@@ -56,11 +61,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         public init(
             maximumBodySize: Int? = 64 << 20,
             requestTimeout: Duration? = .seconds(60),
-            sensitiveQueryItems: Set<String> = [
-                "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key",
-                "signature", "sig", "password", "secret", "client_secret",
-                "x-amz-signature", "x-amz-credential", "x-amz-security-token",
-            ]
+            sensitiveQueryItems: Set<String> = Configuration.defaultSensitiveQueryItems
         ) {
             self.maximumBodySize = maximumBodySize
             self.requestTimeout = requestTimeout
@@ -204,27 +205,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         }
     }
 
-    /// `url` as error messages show it: the password of its user info (or user info without a
-    /// password, often a token) and the values of `configuration.sensitiveQueryItems` replaced by
-    /// `***`, as in `http://alice:***@host/path?token=***`. Text that does not parse as a URL is
-    /// not shown at all.
+    /// `url` as error messages show it (``Redaction``), hiding the values of
+    /// `configuration.sensitiveQueryItems`: `http://alice:***@host/path?token=***`.
     func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url) else {
-            return "a URL that does not parse (\(url.utf8.count) bytes)"
-        }
-        if components.percentEncodedPassword != nil {
-            components.percentEncodedPassword = "***"
-        } else if components.percentEncodedUser != nil {
-            components.percentEncodedUser = "***"
-        }
-        if let items = components.percentEncodedQueryItems {
-            let sensitive = Set(configuration.sensitiveQueryItems.map { $0.lowercased() })
-            components.percentEncodedQueryItems = items.map { item in
-                let name = (item.name.removingPercentEncoding ?? item.name).lowercased()
-                return sensitive.contains(name) && item.value != nil ? URLQueryItem(name: item.name, value: "***") : item
-            }
-        }
-        return components.string ?? "a URL that does not parse (\(url.utf8.count) bytes)"
+        Redaction.redactingURL(url, sensitiveQueryItems: configuration.sensitiveQueryItems)
     }
 }
 

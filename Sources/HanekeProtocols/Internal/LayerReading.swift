@@ -50,10 +50,30 @@ extension Store {
 }
 
 extension Logger {
-    /// A key as log metadata: its description, cut to 200 characters so that a huge key cannot
-    /// flood the log.
+    /// A key as messages and logs show it: a URL with its user info and the values of sensitive
+    /// query items hidden (``Redaction``), control characters escaped (so a key cannot start a new
+    /// log line or move a terminal's cursor), and cut to 200 characters (so a huge key cannot flood
+    /// the log).
     package static func describe(_ key: some Any) -> String {
-        let text = String(describing: key)
-        return text.count <= 200 ? text : String(text.prefix(200)) + "… (\(text.utf8.count) bytes)"
+        let text = Redaction.redactingURLs(in: String(describing: key))
+        var shown = ""
+        var characters = 0
+        for scalar in text.unicodeScalars {
+            if characters == 200 {
+                return shown + "… (\(text.utf8.count) bytes)"
+            }
+            switch scalar {
+            case "\n": shown += "\\n"
+            case "\r": shown += "\\r"
+            case "\t": shown += "\\t"
+            case "\\": shown += "\\\\"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
+                shown += "\\u{\(String(scalar.value, radix: 16))}"
+            default:
+                shown.unicodeScalars.append(scalar)
+            }
+            characters += 1
+        }
+        return shown
     }
 }
