@@ -58,7 +58,8 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The number of entries.
     public var count: Int { entries.count }
-    /// The sum of the entries' costs.
+    /// The sum of the entries' costs. Saturating: a sum beyond `Int.max` (costs a cost function
+    /// made up) stays at `Int.max` rather than trapping, and a negative cost counts as 0.
     public var totalCost: Int { storedTotalCost }
     @usableFromInline var storedTotalCost = 0
 
@@ -90,6 +91,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Stores `value` as the most recently used entry, replacing any entry for `key`.
     @inlinable
     public mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
+        let cost = max(0, cost)
         if let position = entries.index(forKey: key) {
             // An existing key: replace in place, hashing the key once.
             let slot = entries.values[position].update(value: value, cost: cost, expiry: expiry, total: &storedTotalCost)
@@ -109,7 +111,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             links.append(Link(previous: Self.none, next: Self.none))
         }
         entries[key] = Entry(value: value, cost: cost, expiry: expiry, slot: slot)
-        storedTotalCost += cost
+        storedTotalCost = Self.adding(storedTotalCost, cost)
         linkAtHead(slot)
     }
 
@@ -195,7 +197,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable @discardableResult
     mutating func removeEntry(_ key: Key) -> Entry? {
         guard let entry = entries.removeValue(forKey: key) else { return nil }
-        storedTotalCost -= entry.cost
+        storedTotalCost = Self.subtracting(storedTotalCost, entry.cost)
         unlink(entry.slot)
         keys[Int(entry.slot)] = nil
         links[Int(entry.slot)] = Link(previous: Self.none, next: freeHead)
@@ -224,6 +226,21 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         unlink(slot)
         linkAtHead(slot)
     }
+
+    // MARK: - Saturating cost arithmetic
+
+    /// `total + cost`, or `Int.max` when that does not fit.
+    @inlinable
+    static func adding(_ total: Int, _ cost: Int) -> Int {
+        let (sum, overflow) = total.addingReportingOverflow(cost)
+        return overflow ? .max : sum
+    }
+
+    /// `total - cost`, never below 0 (a total that saturated no longer holds every cost).
+    @inlinable
+    static func subtracting(_ total: Int, _ cost: Int) -> Int {
+        total >= cost ? total - cost : 0
+    }
 }
 
 extension LRUList.Entry {
@@ -231,7 +248,7 @@ extension LRUList.Entry {
     /// returns the entry's slot.
     @inlinable
     mutating func update(value: Value, cost: Int, expiry: Double, total: inout Int) -> Int32 {
-        total += cost - self.cost
+        total = LRUList.adding(LRUList.subtracting(total, self.cost), cost)
         self.value = value
         self.cost = cost
         self.expiry = expiry

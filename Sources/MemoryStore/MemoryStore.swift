@@ -44,8 +44,9 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - name: The layer name reported in statistics.
     ///   - clock: The clock that decides expiry; the system clock by default.
     ///   - cost: The cost of a value, counted against `costLimit`. `nil` selects the default: the byte
-    ///     size for `Data`, `[UInt8]` and `String` (UTF-8), and 1 for any other type — pass a cost
-    ///     function when you set a `costLimit` for other types.
+    ///     size for `Data`, `[UInt8]` and `String` (UTF-8), ``CostMeasurable/cacheCost`` for a value
+    ///     that declares one (`JSON` does), and 1 for any other type — pass a cost function when you
+    ///     set a `costLimit` for other types.
     public init(
         configuration: Configuration,
         name: String = "memory",
@@ -238,6 +239,9 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         }
         if Value.self == [UInt8].self {
             return { unsafeBitCast($0, to: [UInt8].self).count }
+        }
+        if Value.self is any CostMeasurable.Type {
+            return { ($0 as? any CostMeasurable)?.cacheCost ?? 1 }
         }
         return { _ in 1 }
     }

@@ -356,4 +356,36 @@ struct CacheTests {
         await cache.waitForPreloading()
         #expect(try cache.stack(for: "original").memory?.count == 0)
     }
+
+    // MARK: - Memory costs
+
+    struct Article: Codable, Hashable, Sendable, DataConvertible, DataRepresentable {
+        var title: String
+        var body: String
+    }
+
+    /// A format's memory cost limit bounds the memory its values take, JSON and Codable values
+    /// included (they used to cost 1 each: 200 values of 1 MiB "cost" 200 under a 64 MiB limit).
+    @Test func theMemoryCostLimitBoundsJSONAndCodableValues() async throws {
+        let megabyte = String(repeating: "x", count: 1 << 20)
+
+        var jsonFormat = Format<JSON>(name: Cache<JSON>.originalFormatName, diskCapacity: 0)
+        jsonFormat.memoryCostLimit = 8 << 20
+        let documents = Cache<JSON>(name: "costs-json", directory: directory.appending("costs-json"), originalFormat: jsonFormat)
+        for i in 0..<40 { try await documents.set(["body": .string(megabyte), "n": .number(Double(i))], forKey: "\(i)") }
+        let jsonMemory = try #require(try documents.layerStatistics().first { $0.name == "memory" })
+        #expect(jsonMemory.statistics.evictions >= 32)
+
+        var articleFormat = Format<Article>(name: Cache<Article>.originalFormatName, diskCapacity: 0)
+        articleFormat.memoryCostLimit = 8 << 20
+        let articles = Cache<Article>(name: "costs-codable", directory: directory.appending("costs-codable"), originalFormat: articleFormat)
+        for i in 0..<40 { try await articles.set(Article(title: "\(i)", body: megabyte), forKey: "\(i)") }
+        let articleMemory = try #require(try articles.layerStatistics().first { $0.name == "memory" })
+        #expect(articleMemory.statistics.evictions >= 32)
+        // What is left in memory fits the limit: at most 8 of the 1 MiB values answer from it.
+        var found = 0
+        for i in 0..<40 where (try? await articles.fetch(key: "\(i)")) != nil { found += 1 }
+        #expect(found <= 8)
+        #expect(found >= 6)
+    }
 }

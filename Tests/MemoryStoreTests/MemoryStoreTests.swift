@@ -220,4 +220,36 @@ struct MemoryStoreTests {
         let statistics = store.statistics
         #expect(statistics.hits + statistics.misses + statistics.writes + statistics.removals == threads * 20_000)
     }
+
+    // MARK: - Costs
+
+    /// Costs a cost function makes up cannot overflow the total and trap: it saturates.
+    @Test func hugeCostsSaturateInsteadOfTrapping() {
+        let store = MemoryStore<String, Int>(cost: { $0 })
+        store.setValue(Int.max / 2 + 1, forKey: "a")
+        store.setValue(Int.max / 2 + 1, forKey: "b")
+        store.setValue(Int.max, forKey: "c")
+        store.setValue(-5, forKey: "negative")
+        #expect(store.totalCost == Int.max)
+        #expect(store.count == 4)
+        store.removeValue(forKey: "c")
+        store.setValue(1, forKey: "a")   // an update of a saturated total does not trap either
+        store.removeAll()
+        #expect(store.totalCost == 0)
+        let limited = MemoryStore<String, Int>(costLimit: 100, cost: { $0 })
+        limited.setValue(.max, forKey: "too big")
+        #expect(limited.count == 0)
+    }
+
+    /// A value that declares its cost is counted by it.
+    @Test func aValueThatDeclaresItsCostIsCountedByIt() {
+        struct Blob: CostMeasurable, Sendable {
+            var bytes: Int
+            var cacheCost: Int { bytes }
+        }
+        let store = MemoryStore<String, Blob>(costLimit: 10_000)
+        for i in 0..<10 { store.setValue(Blob(bytes: 3_000), forKey: "\(i)") }
+        #expect(store.totalCost == 9_000)
+        #expect(store.count == 3)
+    }
 }

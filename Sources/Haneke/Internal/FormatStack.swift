@@ -27,7 +27,8 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         let memory = MemoryStore<String, Value>(
             countLimit: format.memoryCountLimit,
             costLimit: format.memoryCostLimit,
-            name: "memory"
+            name: "memory",
+            cost: memoryCost()
         )
         var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
         stack.memory = memory
@@ -50,6 +51,16 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         }
         stack.disk = disk
         return stack
+    }
+
+    /// What a value costs in the memory layer: its bytes for `Data` and `String`, its
+    /// ``CostMeasurable/cacheCost`` when it declares one (`JSON`), and otherwise the size of its
+    /// encoding — so that the format's cost limit bounds memory whatever the values are.
+    static func memoryCost() -> (@Sendable (Value) -> Int)? {
+        if Value.self == Data.self || Value.self == String.self || Value.self is any CostMeasurable.Type {
+            return nil   // MemoryStore's own default
+        }
+        return { value in (try? value.asData().count) ?? 1 }
     }
 
     /// Starts loading values from disk into memory, as the format's preload policy says, once the
