@@ -53,11 +53,14 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// - Parameters:
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
-    /// - Throws: `StoreError` with code `encoding` if liblz4 fails; what `base` throws.
+    /// - Throws: `StoreError` with code `valueTooLarge` for a value larger than the
+    ///   ``Configuration/decompressionLimit`` (it could never be read back: in a chain it would be
+    ///   a miss, and refetched, forever); `encoding` if liblz4 fails; what `base` throws.
     @inlinable
     public func setValue(_ value: Data, forKey key: Key) async throws {
         let frame = try counters.compress(
             value,
+            limit: configuration.decompressionLimit,
             level: configuration.level.rawValue,
             blockSizeID: configuration.blockSize.rawValue,
             linkedBlocks: configuration.linkedBlocks,

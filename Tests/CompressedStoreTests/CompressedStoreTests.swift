@@ -321,4 +321,28 @@ struct CompressedStoreTests {
         }
         return data
     }
+
+    /// A value larger than the decompression limit is refused on write — before, it was stored,
+    /// could never be read back, and in a chain was a miss refetched on every request.
+    @Test func aValueLargerThanTheDecompressionLimitIsRefusedOnWrite() async throws {
+        let disk = try TemporaryStore { try FileStore(directory: $0.path, configuration: .init(capacity: nil)) }
+        let compressed = disk.compressed(.init(decompressionLimit: 64 << 10))
+        let big = Data(count: (64 << 10) + 1)
+        let error = await #expect(throws: StoreError.self) { try await compressed.setValue(big, forKey: "big") }
+        #expect(error?.code == .valueTooLarge)
+        #expect(error?.message.contains("could never be read back") == true)
+        #expect(try await disk.value(forKey: "big") == nil, "nothing was written")
+        try await compressed.setValue(Data(count: 64 << 10), forKey: "at the limit")
+        #expect(try await compressed.value(forKey: "at the limit")?.count == 64 << 10)
+
+        // In a chain with a fetcher: the fetch returns the value, the disk keeps nothing, and the
+        // error is the write's (reported, not cached as a miss to refetch forever).
+        let calls = Locked(0)
+        let chain = MemoryStore<String, Data>(countLimit: 0)
+            .chained(to: compressed)
+            .fetching { _ in calls.withLock { $0 += 1 }; return big }
+        #expect(try await chain.fetch("fetched") == big)
+        #expect(calls.withLock { $0 } == 1)
+        #expect(compressed.layerStatistics.contains { $0.statistics.errors > 0 })
+    }
 }

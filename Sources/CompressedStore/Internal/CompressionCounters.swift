@@ -36,9 +36,18 @@ final class CompressionCounters: Sendable {
         }
     }
 
-    /// Compresses a value to be written for `key`.
+    /// Compresses a value to be written for `key`; refuses one larger than `limit`, the most a
+    /// read decompresses (it could never be read back: in a chain it would be a miss, and be
+    /// refetched, forever).
     @usableFromInline
-    func compress(_ value: Data, level: Int32, blockSizeID: Int32, linkedBlocks: Bool, key: some Hashable) throws -> Data {
+    func compress(_ value: Data, limit: Int, level: Int32, blockSizeID: Int32, linkedBlocks: Bool, key: some Hashable) throws -> Data {
+        guard value.count <= limit else {
+            view.recordError()
+            throw StoreError(
+                .valueTooLarge,
+                "The value for key \(Logger.describe(key)) is \(value.count) bytes, more than the decompression limit of \(limit) bytes: it could never be read back"
+            )
+        }
         do {
             return try LZ4.compress(value, settings: LZ4.Settings(level: level, blockSizeID: blockSizeID, linkedBlocks: linkedBlocks))
         } catch {
