@@ -11,21 +11,30 @@ struct Stats: ParsableCommand {
     @Argument(help: "The cache folder (one format's FileStore directory).")
     var directory: String
 
+    @OptionGroup var payloadOptions: PayloadOptions
+
     func run() throws {
         let folder = try requireStoreFolder(directory)
         let now = Date()
+        let expectFrames = try PayloadCheck.expectFrames(payloadOptions.payloads, in: folder)
+        let limit = payloadOptions.decompressionLimit.bytes
         var frames = 0
         var framed = 0
         var unframed = 0
         var content = 0
-        // One walk: the payloads come with the entries (expired ones are not counted as values).
+        // One walk: the payloads come with the entries, each decoded within the limit, never sized
+        // by what its frame claims; damage counts among the problems exactly as `verify` finds it.
         let inspection = try FileStore.inspect(directory: folder, validatingPayloads: { entry, payload in
-            guard (entry.expires ?? .distantFuture) > now else { return nil }
-            if let size = LZ4Frame.recordedContentSize(of: payload) {
+            switch PayloadCheck.check(payload, expectFrames: expectFrames, limit: limit) {
+            case .damaged(let reason):
+                return reason
+            case .frame(let contentSize):
+                guard (entry.expires ?? .distantFuture) > now else { return nil }   // expired: not a value
                 frames += 1
                 framed += payload.count
-                content = content.addingReportingOverflow(size).overflow ? Int.max : content + size
-            } else {
+                content += contentSize
+            case .raw:
+                guard (entry.expires ?? .distantFuture) > now else { return nil }
                 unframed += payload.count
             }
             return nil

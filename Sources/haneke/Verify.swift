@@ -17,10 +17,6 @@ struct Verify: ParsableCommand {
         """
     )
 
-    enum Payloads: String, ExpressibleByArgument, CaseIterable {
-        case auto, lz4, raw
-    }
-
     @Argument(help: "The cache folder (one format's FileStore directory).")
     var directory: String
 
@@ -30,8 +26,7 @@ struct Verify: ParsableCommand {
     @Flag(help: "With --repair, also remove files in shard folders whose names the store never makes.")
     var removeForeign = false
 
-    @Option(help: "What the payloads are: lz4 frames, raw bytes, or auto (decided by the majority).")
-    var payloads: Payloads = .auto
+    @OptionGroup var payloadOptions: PayloadOptions
 
     @Flag(help: "Do not show progress on stderr.")
     var quiet = false
@@ -45,25 +40,13 @@ struct Verify: ParsableCommand {
     func run() throws {
         let folder = try requireStoreFolder(directory)
         let showProgress = !quiet
-        let expectFrames: Bool
-        switch payloads {
-        case .lz4: expectFrames = true
-        case .raw: expectFrames = false
-        case .auto: expectFrames = try Self.mostPayloadsAreFrames(in: folder)
-        }
+        let expectFrames = try PayloadCheck.expectFrames(payloadOptions.payloads, in: folder)
+        let limit = payloadOptions.decompressionLimit.bytes
         let inspection = try FileStore.inspect(
             directory: folder,
             validatingPayloads: { _, payload in
-                guard expectFrames else { return nil }
-                guard LZ4Frame.looksLikeFrame(payload) else { return "the payload is not an LZ4 frame (its magic number is damaged)" }
-                do {
-                    _ = try LZ4Frame.decompress(payload, limit: Int.max)
-                    return nil
-                } catch let error as StoreError {
-                    return error.message
-                } catch {
-                    return "\(error)"
-                }
+                if case .damaged(let reason) = PayloadCheck.check(payload, expectFrames: expectFrames, limit: limit) { return reason }
+                return nil
             },
             progress: { examined, total in
                 if showProgress, total >= 5_000 { printError("\rchecked \(examined) of \(total) files", terminator: "") }
@@ -84,17 +67,5 @@ struct Verify: ParsableCommand {
             print("  \(kept.problem.path): \(kept.reason)")
         }
         throw ExitCode(1)
-    }
-
-    /// Whether most entries of the folder hold LZ4 frames (a compressed store's folder).
-    static func mostPayloadsAreFrames(in folder: String) throws -> Bool {
-        var frames = 0
-        var total = 0
-        _ = try FileStore.inspect(directory: folder, validatingPayloads: { _, payload in
-            total += 1
-            if LZ4Frame.looksLikeFrame(payload) { frames += 1 }
-            return nil
-        })
-        return total > 0 && frames * 2 > total
     }
 }

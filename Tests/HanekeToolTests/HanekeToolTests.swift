@@ -281,6 +281,29 @@ struct HanekeToolTests {
         #expect(Set(store.keys()) == Set((10 - store.count..<10).map { "key-\($0)" }))
     }
 
+    /// A frame whose header claims 4 GiB: `verify` and `stats` decode within the limit and agree
+    /// that it is a problem; `stats` does not add the claim to its sizes.
+    @Test func verifyAndStatsDecodeWithinTheLimitAndAgree() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["a", "b", "c"])
+        // The first 64 bytes of `lz4 --content-size` of 4 GiB of zeros: a frame announcing 4 GiB.
+        let claim = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("CompressedStoreTests/Fixtures/claims-4GiB.lz4"))
+        let store = try FileStore(directory: folder, configuration: .init(capacity: nil))
+        try await store.setValue(claim, forKey: "claims 4 GiB")
+        try store.flush()
+
+        let verify = try Self.haneke("verify", folder, "--quiet")
+        #expect(verify.status == 1)
+        #expect(verify.output.contains("1 problem(s)"), "\(verify.output)")
+        #expect(verify.output.contains("decompression limit") || verify.output.contains("more than"), "\(verify.output)")
+        let stats = try Self.haneke("stats", folder)
+        #expect(stats.status == 0)
+        let problems = stats.output.split(separator: "\n").first { $0.hasPrefix("problems") }
+        #expect(problems?.hasSuffix(" 1") == true || problems?.contains(" 1 ") == true, "\(stats.output)")
+        #expect(!stats.output.contains("GiB"), "stats trusted the frame's claim: \(stats.output)")
+    }
+
     @Test func statsShowsTheRatio() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["a", "b"])
