@@ -167,7 +167,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CompressedStoreTests",
-            dependencies: ["CompressedStore", "FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols"],
+            dependencies: ["CompressedStore", "FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -15,7 +15,7 @@ import Darwin
 /// ```swift
 /// let server = try await RedisTestServer()
 /// let redis = try RedisStore(url: server.url, keyPrefix: "test:")
-/// server.kill()                 // Redis crashes…
+/// await server.kill()           // Redis crashes…
 /// try await server.start()      // …and comes back, empty, on the same port
 /// ```
 ///
@@ -71,15 +71,16 @@ public final class RedisTestServer: Sendable {
         processID.withLock { $0 = pid }
     }
 
-    /// Stops the server with `SIGTERM` and waits for it to exit. Does nothing if it is not running.
-    public func stop() {
-        end(with: SIGTERM)
+    /// Stops the server with `SIGTERM` and waits (suspending, no thread blocked) for it to exit.
+    /// Does nothing if it is not running.
+    public func stop() async {
+        await end(with: SIGTERM)
     }
 
     /// Kills the server with `SIGKILL` — a crash: no goodbye to its clients beyond what the kernel
-    /// does — and waits for it to exit. Does nothing if it is not running.
-    public func kill() {
-        end(with: SIGKILL)
+    /// does — and waits (suspending) for it to exit. Does nothing if it is not running.
+    public func kill() async {
+        await end(with: SIGKILL)
     }
 
     /// The server's log so far, for failure messages.
@@ -87,8 +88,16 @@ public final class RedisTestServer: Sendable {
         (try? String(contentsOfFile: directory.appending("redis.log"), encoding: .utf8)) ?? ""
     }
 
+    /// Ends a server still running: `SIGKILL`, and the wait for it on the I/O executor, never on
+    /// the thread that releases the last reference.
     deinit {
-        stop()
+        guard let pid = processID.withLock({ $0 }) else { return }
+        signalProcess(pid, SIGKILL)
+        IOExecutor.shared.submit {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            Self.unregister(pid)
+        }
     }
 
     /// Why a server could not start.
@@ -101,7 +110,7 @@ public final class RedisTestServer: Sendable {
 
     // MARK: - Internals
 
-    private func end(with signal: Int32) {
+    private func end(with signal: Int32) async {
         guard let pid = processID.withLock({ pid -> pid_t? in
             defer { pid = nil }
             return pid
@@ -113,10 +122,8 @@ public final class RedisTestServer: Sendable {
         while waitpid(pid, &status, WNOHANG) == 0 {
             if ContinuousClock.now > deadline {
                 signalProcess(pid, SIGKILL)
-                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-                break
             }
-            usleep(1_000)
+            try? await Task.sleep(for: .milliseconds(1))
         }
         Self.unregister(pid)
     }

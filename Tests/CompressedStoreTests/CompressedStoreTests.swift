@@ -5,6 +5,7 @@ import Foundation
 import HanekeTesting
 import MemoryStore
 import Testing
+import TestSupport
 
 @Suite(.timeLimit(.minutes(2)))
 struct CompressedStoreTests {
@@ -64,12 +65,12 @@ struct CompressedStoreTests {
             try await store.setValue(value, forKey: key)
             // The payload after the header (40 bytes + key) is the frame.
             let offset = 40 + key.utf8.count + 1
-            let output = try Self.run("tail -c +\(offset) '\(disk.path(forKey: key))' | \(lz4) -d -c")
+            let output = try await Self.run("tail -c +\(offset) '\(disk.path(forKey: key))' | \(lz4) -d -c")
             #expect(output == value, "key \(key)")
         }
     }
 
-    @Test func highCompressionFramesAlsoDecodeWithTheLZ4Tool() throws {
+    @Test func highCompressionFramesAlsoDecodeWithTheLZ4Tool() async throws {
         let lz4 = try #require(Self.lz4Tool)
         let directory = try TemporaryDirectory()
         let value = Self.text(200_000)
@@ -80,7 +81,7 @@ struct CompressedStoreTests {
             let frame = try MemoryStore<String, Data>().compressed(configuration).frame(for: value)
             let path = directory.appending("frame.lz4")
             try frame.write(to: URL(fileURLWithPath: path))
-            #expect(try Self.run("\(lz4) -d -c '\(path)'") == value)
+            #expect(try await Self.run("\(lz4) -d -c '\(path)'") == value)
         }
     }
 
@@ -307,19 +308,12 @@ struct CompressedStoreTests {
     static let lz4Tool: String? = ["/usr/bin/lz4", "/usr/local/bin/lz4", "/opt/homebrew/bin/lz4"]
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    static func run(_ command: String) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw StoreError(.io, "`\(command)` exited with \(process.terminationStatus)")
+    static func run(_ command: String) async throws -> Data {
+        let run = try await ChildProcess.run("/bin/sh", ["-c", command])
+        guard run.status == 0 else {
+            throw StoreError(.io, "`\(command)` exited with \(run.status): \(run.stderr)")
         }
-        return data
+        return run.stdout
     }
 
     /// A value larger than the decompression limit is refused on write — before, it was stored,

@@ -121,7 +121,7 @@ struct ReadmeExamplesTests {
         let server = try await RedisTestServer()      // a free loopback port, no persistence, a temporary folder
         let redis = try RedisStore(url: server.url, keyPrefix: "test:")
         try await redis.setValue(Data("v".utf8), forKey: "k")
-        server.kill()                                  // a crash: operations throw `unavailable` at once
+        await server.kill()                            // a crash: operations throw `unavailable` at once
         await #expect {
             _ = try await redis.value(forKey: "k")
         } throws: { error in

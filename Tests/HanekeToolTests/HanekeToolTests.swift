@@ -14,12 +14,12 @@ import Glibc
 struct HanekeToolTests {
     typealias Run = ChildProcess.Outcome
 
-    static func haneke(_ arguments: String...) throws -> Run {
-        try haneke(arguments)
+    static func haneke(_ arguments: String...) async throws -> Run {
+        try await haneke(arguments)
     }
 
-    static func haneke(_ arguments: [String]) throws -> Run {
-        try ChildProcess.run(ChildProcess.binary("haneke"), arguments)
+    static func haneke(_ arguments: [String]) async throws -> Run {
+        try await ChildProcess.run(ChildProcess.binary("haneke"), arguments)
     }
 
     /// The path and bytes of every file below `root`, to prove a command changed nothing.
@@ -34,19 +34,10 @@ struct HanekeToolTests {
         return files
     }
 
-    static func md5(_ key: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(key.utf8))
-        try input.fileHandleForWriting.close()
-        let digest = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: digest, as: UTF8.self).prefix(32).uppercased()
+    /// The MD5 of `key` by `md5sum`, upper-case: an oracle independent of the library.
+    static func md5(_ key: String) async throws -> String {
+        let run = try await ChildProcess.run("/usr/bin/md5sum", [], input: Data(key.utf8))
+        return run.output.prefix(32).uppercased()
     }
 
     /// A cache folder with a few JSON entries; returns the store's folder.
@@ -65,21 +56,21 @@ struct HanekeToolTests {
         let keys = ["alpha", "https://example.com/β?x=1", "", "../../etc/passwd"]
         let folder = try await Self.makeStore(in: directory, keys: keys)
 
-        let run = try Self.haneke("inspect", folder, "--json")
+        let run = try await Self.haneke("inspect", folder, "--json")
         #expect(run.status == 0, "\(run.stderr)")
         struct Row: Decodable { var key: String; var file: String; var payloadSize: Int; var storedSize: Int }
         let rows = try JSONDecoder().decode([Row].self, from: run.stdout)
         #expect(Set(rows.map(\.key)) == Set(keys))
         for row in rows {
-            let md5 = try Self.md5(row.key)
+            let md5 = try await Self.md5(row.key)
             #expect(row.file == "\(folder)/\(md5.prefix(2))/\(md5)")
             #expect(row.storedSize == 40 + row.key.utf8.count + row.payloadSize)
         }
         let before = try Self.snapshot(of: directory.path)
-        let table = try Self.haneke("inspect", folder)
-        _ = try Self.haneke("stats", folder)
-        _ = try Self.haneke("verify", folder)
-        _ = try Self.haneke("get", folder, "alpha")
+        let table = try await Self.haneke("inspect", folder)
+        _ = try await Self.haneke("stats", folder)
+        _ = try await Self.haneke("verify", folder)
+        _ = try await Self.haneke("get", folder, "alpha")
         #expect(try Self.snapshot(of: directory.path) == before, "a read-only command changed the folder")
         #expect(table.status == 0)
         #expect(table.output.contains("alpha"))
@@ -91,18 +82,18 @@ struct HanekeToolTests {
         let folder = try await Self.makeStore(in: directory, keys: ["good", "flipped", "other"])
 
         // A flipped bit inside an LZ4 frame, a garbage file under a valid name, a crashed writer's file.
-        let flipped = "\(folder)/\(try Self.md5("flipped").prefix(2))/\(try Self.md5("flipped"))"
+        let flipped = "\(folder)/\(try await Self.md5("flipped").prefix(2))/\(try await Self.md5("flipped"))"
         var bytes = try Data(contentsOf: URL(fileURLWithPath: flipped))
         bytes[bytes.count - 10] ^= 0x40
         try bytes.write(to: URL(fileURLWithPath: flipped))
-        let garbageName = try Self.md5("never written")
+        let garbageName = try await Self.md5("never written")
         try FileManager.default.createDirectory(atPath: "\(folder)/\(garbageName.prefix(2))", withIntermediateDirectories: true)
         let garbage = "\(folder)/\(garbageName.prefix(2))/\(garbageName)"
         try Data("not a cache file".utf8).write(to: URL(fileURLWithPath: garbage))
         let leftover = "\(folder)/\(garbageName.prefix(2))/.haneke-tmp.999999999.7"
         try Data("half".utf8).write(to: URL(fileURLWithPath: leftover))
 
-        let check = try Self.haneke("verify", folder, "--quiet")
+        let check = try await Self.haneke("verify", folder, "--quiet")
         #expect(check.status == 1)
         #expect(check.output.contains(flipped))
         #expect(check.output.contains("damaged"))
@@ -110,12 +101,12 @@ struct HanekeToolTests {
         #expect(check.output.contains(leftover))
         #expect(check.output.contains("3 problem(s)"))
 
-        let repair = try Self.haneke("verify", folder, "--repair", "--quiet")
+        let repair = try await Self.haneke("verify", folder, "--repair", "--quiet")
         #expect(repair.status == 0, "\(repair.stderr)")
         #expect(repair.output.contains("removed 3"))
         for path in [flipped, garbage, leftover] { #expect(!FileManager.default.fileExists(atPath: path)) }
 
-        let again = try Self.haneke("verify", folder)
+        let again = try await Self.haneke("verify", folder)
         #expect(again.status == 0)
         #expect(again.output.contains("2 valid, 0 problem(s)"))
     }
@@ -123,14 +114,14 @@ struct HanekeToolTests {
     @Test func verifyFindsADamagedFrameMagicInACompressedFolder() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["a", "b", "c"])
-        let path = "\(folder)/\(try Self.md5("b").prefix(2))/\(try Self.md5("b"))"
+        let path = "\(folder)/\(try await Self.md5("b").prefix(2))/\(try await Self.md5("b"))"
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         bytes[40 + 1] ^= 0x01   // the frame's magic, just after the 40-byte header and the 1-byte key
         try bytes.write(to: URL(fileURLWithPath: path))
-        let check = try Self.haneke("verify", folder, "--quiet")
+        let check = try await Self.haneke("verify", folder, "--quiet")
         #expect(check.status == 1)
         #expect(check.output.contains("not an LZ4 frame"))
-        #expect(try Self.haneke("verify", folder, "--quiet", "--payloads", "raw").status == 0)
+        #expect(try await Self.haneke("verify", folder, "--quiet", "--payloads", "raw").status == 0)
     }
 
     @Test func changesAreRefusedOutsideACacheFolderAndForeignFilesAreKept() async throws {
@@ -139,7 +130,7 @@ struct HanekeToolTests {
         let notes = plain.appending("AB/notes.txt")
         try Data("mine".utf8).write(to: URL(fileURLWithPath: notes))
         for arguments in [["verify", plain.path, "--repair"], ["trim", plain.path, "--to", "0"]] {
-            let run = try Self.haneke(arguments)
+            let run = try await Self.haneke(arguments)
             #expect(run.status != 0)
             #expect(run.stderr.contains("not a Haneke store folder"))
         }
@@ -148,19 +139,19 @@ struct HanekeToolTests {
 
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["a"])
-        let shard = "\(folder)/\(try Self.md5("a").prefix(2))"
+        let shard = "\(folder)/\(try await Self.md5("a").prefix(2))"
         let foreign = shard + "/README"
         try Data("someone's".utf8).write(to: URL(fileURLWithPath: foreign))
-        let repair = try Self.haneke("verify", folder, "--repair", "--quiet")
+        let repair = try await Self.haneke("verify", folder, "--repair", "--quiet")
         #expect(repair.status == 1)
         #expect(FileManager.default.fileExists(atPath: foreign))
-        #expect(try Self.haneke("verify", folder, "--repair", "--remove-foreign", "--quiet").status == 0)
+        #expect(try await Self.haneke("verify", folder, "--repair", "--remove-foreign", "--quiet").status == 0)
         #expect(!FileManager.default.fileExists(atPath: foreign))
     }
 
     /// A folder a person uses for other things (the review's example), byte for byte unchanged
     /// after every command the tool has, each refused with one line.
-    @Test func everyCommandRefusesAFolderThatIsNotAStoresAndChangesNothing() throws {
+    @Test func everyCommandRefusesAFolderThatIsNotAStoresAndChangesNothing() async throws {
         let home = try TemporaryDirectory(prefix: "home")
         for (path, text) in [(".trash/old-photos/img1.jpg", "an old photo"), ("journal", "dear diary"), ("42", "the answer"),
                              ("10/.tmp.notes", "notes"), ("AB/notes.txt", "my notes")] {
@@ -171,7 +162,7 @@ struct HanekeToolTests {
         for arguments in [["inspect", home.path], ["stats", home.path], ["get", home.path, "42"], ["verify", home.path],
                           ["verify", home.path, "--repair"], ["verify", home.path, "--repair", "--remove-foreign"],
                           ["trim", home.path, "--to", "0"], ["demo", "--dir", home.path, "--documents", "5"]] {
-            let run = try Self.haneke(arguments)
+            let run = try await Self.haneke(arguments)
             #expect(run.status == 1, "\(arguments): \(run.stderr)")
             #expect(run.stdout.isEmpty, "\(arguments)")
             #expect(run.stderr.split(separator: "\n").count == 1, "\(arguments): \(run.stderr)")
@@ -184,7 +175,7 @@ struct HanekeToolTests {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: (0..<20).map { "key-\($0)" })
         let before = try Self.snapshot(of: directory.path)
-        let refused = try Self.haneke("demo", "--dir", directory.path, "--documents", "5")
+        let refused = try await Self.haneke("demo", "--dir", directory.path, "--documents", "5")
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("refusing to use it"), "\(refused.stderr)")
         #expect(try Self.snapshot(of: directory.path) == before)
@@ -192,7 +183,7 @@ struct HanekeToolTests {
 
         let own = try TemporaryDirectory()
         for _ in 0..<2 {
-            let run = try Self.haneke("demo", "--dir", own.path, "--documents", "5")
+            let run = try await Self.haneke("demo", "--dir", own.path, "--documents", "5")
             #expect(run.status == 0, "\(run.stderr)")
         }
     }
@@ -213,8 +204,8 @@ struct HanekeToolTests {
         prepare(owner: 65534, shardMode: 0o500)
         let arguments = ["trim", folder, "--to", "0"]
         let run = asNobody
-            ? try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", ChildProcess.binary("haneke")] + arguments)
-            : try Self.haneke(arguments)
+            ? try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", ChildProcess.binary("haneke")] + arguments)
+            : try await Self.haneke(arguments)
         prepare(owner: getuid(), shardMode: 0o700)
         #expect(run.status == 1)
         let lines = run.stderr.split(separator: "\n")
@@ -226,7 +217,7 @@ struct HanekeToolTests {
     @Test func statsTellsDiskFromFiles() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: (0..<8).map { "key-\($0)" })
-        let run = try Self.haneke("stats", folder)
+        let run = try await Self.haneke("stats", folder)
         #expect(run.status == 0)
         #expect(run.output.contains("on disk (du)"))
         #expect(run.output.contains("in files"))
@@ -237,12 +228,12 @@ struct HanekeToolTests {
     @Test func getWritesTheDecompressedValue() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["doc"])
-        let run = try Self.haneke("get", folder, "doc")
+        let run = try await Self.haneke("get", folder, "doc")
         #expect(run.status == 0)
         let json = try JSON.convertFromData(run.stdout)
         #expect(json["key"]?.string == "doc")
 
-        let raw = try Self.haneke("get", folder, "doc", "--raw")
+        let raw = try await Self.haneke("get", folder, "doc", "--raw")
         #expect(LZ4Frame.looksLikeFrame(raw.stdout))
     }
 
@@ -251,17 +242,17 @@ struct HanekeToolTests {
         let folder = try await Self.makeStore(in: directory, keys: ["doc"])
         for arguments in [["get", folder, "missing\nkey"], ["inspect", directory.appending("nope")], ["trim", folder, "--to", "lots"],
                           ["frobnicate"], ["get", folder], ["verify"]] {
-            let process = try Self.haneke(arguments)
+            let process = try await Self.haneke(arguments)
             #expect(process.status != 0, "\(arguments)")
             #expect(process.stdout.isEmpty, "\(arguments)")
             let lines = process.stderr.split(separator: "\n")
             #expect(lines.count == 1, "\(arguments): \(process.stderr)")
             #expect(lines.first?.hasPrefix("haneke: ") == true, "\(arguments)")
         }
-        let missing = try Self.haneke(["get", folder, "missing\nkey"])
+        let missing = try await Self.haneke(["get", folder, "missing\nkey"])
         #expect(missing.stderr.contains(#""missing\nkey""#))
 
-        let cacheFolder = try Self.haneke(["inspect", directory.path])
+        let cacheFolder = try await Self.haneke(["inspect", directory.path])
         #expect(cacheFolder.stderr.contains("pass one of its formats"))
     }
 
@@ -271,7 +262,7 @@ struct HanekeToolTests {
         // Room for the store's marker and journal, the two blocks it keeps free for the journal,
         // and four entries of one block each.
         let target = try FileStore(directory: folder, configuration: .init(capacity: nil)).metadataSize + 2 * 4096 + 4 * 4096
-        let run = try Self.haneke("trim", folder, "--to", "\(target)")
+        let run = try await Self.haneke("trim", folder, "--to", "\(target)")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.output.contains("10 entries"))
         let store = try FileStore(directory: folder, configuration: .init(capacity: nil))
@@ -293,11 +284,11 @@ struct HanekeToolTests {
         try await store.setValue(claim, forKey: "claims 4 GiB")
         try store.flush()
 
-        let verify = try Self.haneke("verify", folder, "--quiet")
+        let verify = try await Self.haneke("verify", folder, "--quiet")
         #expect(verify.status == 1)
         #expect(verify.output.contains("1 problem(s)"), "\(verify.output)")
         #expect(verify.output.contains("decompression limit") || verify.output.contains("more than"), "\(verify.output)")
-        let stats = try Self.haneke("stats", folder)
+        let stats = try await Self.haneke("stats", folder)
         #expect(stats.status == 0)
         let problems = stats.output.split(separator: "\n").first { $0.hasPrefix("problems") }
         #expect(problems?.hasSuffix(" 1") == true || problems?.contains(" 1 ") == true, "\(stats.output)")
@@ -307,31 +298,31 @@ struct HanekeToolTests {
     @Test func statsShowsTheRatio() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: ["a", "b"])
-        let run = try Self.haneke("stats", folder)
+        let run = try await Self.haneke("stats", folder)
         #expect(run.status == 0)
         #expect(run.output.contains("LZ4 ratio"))
         #expect(run.output.contains("entries"))
     }
 
-    @Test func helpDocumentsEveryCommand() throws {
-        let help = try Self.haneke("--help")
+    @Test func helpDocumentsEveryCommand() async throws {
+        let help = try await Self.haneke("--help")
         #expect(help.status == 0)
         for command in ["demo", "inspect", "get", "verify", "trim", "stats"] {
             #expect(help.output.contains(command))
-            let sub = try Self.haneke("help", command)
+            let sub = try await Self.haneke("help", command)
             #expect(sub.status == 0)
             #expect(sub.output.contains("USAGE: haneke \(command)"))
         }
     }
 
-    @Test func theDemoRunsAndPrintsItsTables() throws {
+    @Test func theDemoRunsAndPrintsItsTables() async throws {
         let directory = try TemporaryDirectory()
-        let run = try Self.haneke("demo", "--documents", "40", "--dir", directory.path)
+        let run = try await Self.haneke("demo", "--documents", "40", "--dir", directory.path)
         #expect(run.status == 0, "\(run.stderr)")
         for text in ["cold", "warm", "hot", "memory", "disk", "fetcher", "LZ4 frames", "haneke inspect"] {
             #expect(run.output.contains(text), "\(text)")
         }
         let folder = directory.appending("original")
-        #expect(try Self.haneke("verify", folder).status == 0)
+        #expect(try await Self.haneke("verify", folder).status == 0)
     }
 }

@@ -16,7 +16,7 @@ struct FaultTests {
         let server = try await RedisTestServer()
         let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
         try await store.setValue(Data("v".utf8), forKey: "k")
-        server.kill()
+        await server.kill()
 
         let operations: [(String, @Sendable () async throws -> Void)] = [
             ("read", { _ = try await store.value(forKey: "k") }),
@@ -48,7 +48,7 @@ struct FaultTests {
 
     @Test func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
         let server = try await RedisTestServer()
-        server.stop()   // a port that was just free: nothing listens on it now
+        await server.stop()   // a port that was just free: nothing listens on it now
         let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
         await #expect {
             _ = try await store.value(forKey: "greeting")
@@ -63,7 +63,7 @@ struct FaultTests {
     /// touch Redis; a write reaches the other layers and then reports `unavailable`.
     @Test func aChainReadsRedisDownAsAMiss() async throws {
         let server = try await RedisTestServer()
-        server.stop()
+        await server.stop()
         let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
         let memory = MemoryStore<String, Data>(name: "memory")
         let chain = memory.chained(to: redis, logger: Self.quiet).fetching(from: ClosureFetcher { key in Data("fetched \(key)".utf8) }, logger: Self.quiet)
@@ -226,7 +226,7 @@ struct FaultTests {
         #expect(await failure { _ = try await store.value(forKey: "k") }.contains("WRONGPASS"))
         _ = try await loggedIn.command("RPUSH", loggedIn.redisKey(for: "list"), "x")
         #expect(await failure { _ = try await loggedIn.value(forKey: "list") }.contains("WRONGTYPE"))
-        try await offThePool { server.stop() }
+        await server.stop()
         try await waitUntil("an error saying the connection was refused") {
             await failure { try await store.setValue(Data(), forKey: "k") }.contains("Connection refused")
         }
@@ -288,7 +288,7 @@ struct FaultTests {
                             let elapsed = ContinuousClock.now - start
                             slowest.withLock { $0 = max($0, elapsed) }
                             if value != Self.value(for: key) { wrong.withLock { $0 += 1 } }
-                            if completed.withLock({ $0 += 1; return $0 }) == killAt { server.kill() }
+                            if completed.withLock({ $0 += 1; return $0 }) == killAt { await server.kill() }
                         }
                     }
                 }

@@ -40,18 +40,12 @@ struct SharedTierTests {
         await origin.shutdown()
     }
 
-    /// Runs the peer executable and decodes its report, waiting on a Dispatch thread rather than
-    /// holding one of Swift's cooperative threads (the origin server needs them meanwhile).
+    /// Runs the peer executable and decodes its report (the wait suspends; no thread is held,
+    /// and the origin server needs Swift's threads meanwhile).
     static func runPeer(_ redisURL: String, _ prefix: String, _ directory: String, _ urls: [String]) async throws -> Report {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    let outcome = try ChildProcess.run(ChildProcess.binary("RedisStorePeer"), [redisURL, prefix, directory] + urls)
-                    guard outcome.status == 0 else { throw PeerFailure(status: outcome.status, stderr: outcome.stderr) }
-                    return try JSONDecoder().decode(Report.self, from: outcome.stdout)
-                })
-            }
-        }
+        let outcome = try await ChildProcess.run(ChildProcess.binary("RedisStorePeer"), [redisURL, prefix, directory] + urls)
+        guard outcome.status == 0 else { throw PeerFailure(status: outcome.status, stderr: outcome.stderr) }
+        return try JSONDecoder().decode(Report.self, from: outcome.stdout)
     }
 
     struct PeerFailure: Error, CustomStringConvertible {

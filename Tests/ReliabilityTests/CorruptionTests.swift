@@ -112,17 +112,17 @@ struct CorruptionTests {
         let before = cases.count
         cases = try plantEveryKindOfDamage(from: 20)
         let haneke = ChildProcess.binary("haneke")
-        let check = try ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
+        let check = try await ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
         #expect(check.status == 1)
         let found = check.output.split(separator: "\n").filter { !$0.hasPrefix("repaired") && $0.contains(": ") && !$0.contains("files checked") }
         #expect(found.count >= cases.count, "\(check.output)")
-        let repair = try ChildProcess.run(haneke, ["verify", directory.path, "--repair", "--quiet"])
+        let repair = try await ChildProcess.run(haneke, ["verify", directory.path, "--repair", "--quiet"])
         // Two kinds of damage are not the store's to remove, and stay (from both rounds): a folder
         // with contents at an entry's name (a store never empties a folder it did not make) and a
         // file at a shard's name.
         #expect(repair.status == 1, "\(repair.output) \(repair.stderr)")
         #expect(repair.output.contains("kept 4 path(s)"), "\(repair.output)")
-        let clean = try ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
+        let clean = try await ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
         let remaining = clean.output.split(separator: "\n").filter { $0.contains(": ") && !$0.contains("files checked") }
         #expect(remaining.count == 4, "\(clean.output)")
         #expect(remaining.contains { $0.hasPrefix("notAFile: ") && $0.contains("a folder where the store keeps an entry file") }, "\(clean.output)")
@@ -142,7 +142,7 @@ struct CorruptionTests {
         let haneke = ChildProcess.binary("haneke")
         // As root every file is readable: run the tool as `nobody`, who is refused.
         let prefix = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
-        let get = try ChildProcess.run(prefix.first ?? haneke, Array(prefix.dropFirst()) + (prefix.isEmpty ? [] : [haneke]) + ["get", directory.path, "k"])
+        let get = try await ChildProcess.run(prefix.first ?? haneke, Array(prefix.dropFirst()) + (prefix.isEmpty ? [] : [haneke]) + ["get", directory.path, "k"])
         #expect(get.status == 1)
         #expect(get.stderr.hasPrefix("haneke: "), "\(get.stderr)")
         #expect(get.stderr.split(separator: "\n").count == 1)

@@ -35,13 +35,12 @@ struct CrashTests {
         for run in 0..<30 {
             // Each run numbers its writes above the previous runs', so a newer value never looks older.
             let first = String((run + 1) * 10_000_000)
-            let (process, output) = try ChildProcess.start(worker, ["write-forever", directory.path, first] + (mode == "compressed" ? ["compressed"] : []))
+            let child = try ChildProcess.start(worker, ["write-forever", directory.path, first] + (mode == "compressed" ? ["compressed"] : []))
             // Let it write for a random while (5–80 ms), then kill it mid-flight.
-            usleep(useconds_t(5_000 + random.next() % 75_000))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try await Task.sleep(for: .microseconds(5_000 + random.next() % 75_000))
+            await child.kill()
             tally.kills += 1
-            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let printed = String(decoding: try await child.readOutput(), as: UTF8.self)
             for line in printed.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {   // the last may be cut
                 let parts = line.split(separator: " ")
                 guard parts.count == 3, parts[0] == "ack", let sequence = Int(parts[2]) else { continue }

@@ -26,7 +26,7 @@ struct DiskUsageTests {
             try store.flush()
             return (store.count, store.totalSize, store.metadataSize)
         }
-        let du = try await offThePool { try ChildProcess.run("/usr/bin/du", ["-s", "-B1", path]) }
+        let du = try await ChildProcess.run("/usr/bin/du", ["-s", "-B1", path])
         let duBytes = try #require(Int(du.output.split(separator: "\t").first ?? ""))
         var folders = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: path) + ["."] {

@@ -20,7 +20,7 @@ struct RecencyTests {
 
     @Test func theOrderAndTheLastSessionSurviveAPlainExit() async throws {
         let directory = try TemporaryDirectory(prefix: "exit")
-        let run = try await offThePool { try ChildProcess.run(Self.worker, ["touch-and-exit", directory.path]) }
+        let run = try await ChildProcess.run(Self.worker, ["touch-and-exit", directory.path])
         #expect(run.status == 0, "\(run.stderr)")
 
         // A cache over the child's folder preloads what the child's session used.
@@ -39,8 +39,8 @@ struct RecencyTests {
 
     @Test func theOrderSurvivesSIGKILLOnceTheFlushIntervalHasPassed() async throws {
         let directory = try TemporaryDirectory(prefix: "killed")
-        let (process, output) = try ChildProcess.start(Self.worker, ["touch-and-wait", directory.path])
-        let ready = try await offThePool { output.fileHandleForReading.readLine() }
+        let child = try ChildProcess.start(Self.worker, ["touch-and-wait", directory.path])
+        let ready = try await child.readLine()
         #expect(ready == "ready")
         let start = ContinuousClock.now
         // The store was opened (a 33-byte journal: magic and session record), then six records.
@@ -49,26 +49,12 @@ struct RecencyTests {
             ((try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0) >= 33 + 6 * 25
         }
         let delay = ContinuousClock.now - start
-        kill(process.processIdentifier, SIGKILL)
-        try await offThePool { process.waitUntilExit() }
+        await child.kill()
         print("recency: the killed child's records reached its journal \(delay) after its last read (flush interval 1 s)")
         #expect(delay < .seconds(5))
 
         let store = try FileStore(directory: directory.appending("original"), configuration: .init(capacity: nil))
         #expect(store.keys() == Self.order)
         #expect(Set(store.entriesUsedInLastSession().map(\.key)) == Set(Self.order))
-    }
-}
-
-extension FileHandle {
-    /// Reads one line (blocking), without the newline; `nil` at the end of the stream.
-    fileprivate func readLine() -> String? {
-        var bytes: [UInt8] = []
-        while true {
-            let byte = readData(ofLength: 1)
-            guard let first = byte.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
-            if first == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(first)
-        }
     }
 }

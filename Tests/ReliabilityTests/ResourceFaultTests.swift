@@ -13,7 +13,7 @@ import TestSupport
 struct ResourceFaultTests {
     static let worker = ChildProcess.binary("HanekeFaultWorker")
 
-    func storeSomeValues(in directory: String) throws -> [String: Data] {
+    static func storeSomeValues(in directory: String) throws -> [String: Data] {
         let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
         var values: [String: Data] = [:]
         for i in 0..<20 {
@@ -25,7 +25,7 @@ struct ResourceFaultTests {
         return values
     }
 
-    func expectIntact(_ values: [String: Data], in directory: String) throws {
+    static func expectIntact(_ values: [String: Data], in directory: String) throws {
         let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
         for (key, value) in values {
             #expect(try store.value(forKey: key) == value, "\(key) was damaged")
@@ -34,31 +34,45 @@ struct ResourceFaultTests {
         #expect(temporaries.isEmpty, "\(temporaries)")
     }
 
-    @Test func aFullDiskFailsWritesClearlyAndDamagesNothing() throws {
+    @Test func aFullDiskFailsWritesClearlyAndDamagesNothing() async throws {
         let directory = try TemporaryDirectory(prefix: "full")
-        let values = try storeSomeValues(in: directory.path)
+        let values = try Self.storeSomeValues(in: directory.path)
         // The child may write no file over 64 KiB: a larger value fails with EFBIG, as on a full disk.
-        let run = try ChildProcess.run(Self.worker, ["fill", directory.path, "65536"])
+        let run = try await ChildProcess.run(Self.worker, ["fill", directory.path, "65536"])
         #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
         #expect(run.output.contains("fill-"), "the error names the key")
-        try expectIntact(values, in: directory.path)
+        try Self.expectIntact(values, in: directory.path)
         // The fault goes: writing works again.
         let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
-        try store.setValue(Data(count: 100_000), forKey: "after")
-        #expect(try store.value(forKey: "after")?.count == 100_000)
+        try await store.setValue(Data(count: 100_000), forKey: "after")
+        #expect(try await store.value(forKey: "after")?.count == 100_000)
     }
 
-    @Test func aSmallFullFileSystemFailsWritesClearly() throws {
+    @Test func aSmallFullFileSystemFailsWritesClearly() async throws {
         // A 1 MiB tmpfs where the machine lets us mount one (as root here); a full file system, not a limit.
         let mountPoint = try TemporaryDirectory(prefix: "tmpfs")
-        let mount = try ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint.path])
+        let mount = try await ChildProcess.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint.path])
         guard mount.status == 0 else {
             print("tmpfs could not be mounted here (\(mount.stderr.trimmingCharacters(in: .whitespacesAndNewlines))); covered by the RLIMIT_FSIZE test")
             return
         }
-        defer { _ = try? ChildProcess.run("/bin/umount", [mountPoint.path]) }
-        let values = try storeSomeValues(in: mountPoint.path)
-        let store = try FileStore(directory: mountPoint.path, configuration: .init(capacity: nil))
+        let path = mountPoint.path
+        let failure: (any Error)?
+        do {
+            try await offThePool { try Self.fillAndRecover(path) }
+            failure = nil
+        } catch {
+            failure = error
+        }
+        _ = try? await ChildProcess.run("/bin/umount", [mountPoint.path])
+        if let failure { throw failure }
+    }
+
+    /// Fills the store on a full file system until a write fails, checks the failure and the
+    /// values stored before, then frees room and writes again.
+    static func fillAndRecover(_ path: String) throws {
+        let values = try storeSomeValues(in: path)
+        let store = try FileStore(directory: path, configuration: .init(capacity: nil))
         var failure: StoreError?
         for i in 0..<200 {
             do {
@@ -71,15 +85,15 @@ struct ResourceFaultTests {
         #expect(failure?.code == .io)
         #expect(failure?.posixCode == .ENOSPC)
         #expect("\(failure.map { "\($0)" } ?? "")".contains("No space left on device (errno 28 ENOSPC)"))
-        try expectIntact(values, in: mountPoint.path)
+        try expectIntact(values, in: path)
         for i in 0..<200 { try? store.removeValue(forKey: "filler-\(i)") }
         try store.setValue(Data(count: 1_000), forKey: "after")
         #expect(try store.value(forKey: "after")?.count == 1_000)
     }
 
-    @Test func aFolderTheWriterMayNotWriteFailsClearly() throws {
+    @Test func aFolderTheWriterMayNotWriteFailsClearly() async throws {
         let directory = try TemporaryDirectory(prefix: "readonly")
-        let values = try storeSomeValues(in: directory.path)
+        let values = try Self.storeSomeValues(in: directory.path)
         // The folder and its shards made read-only for their owner. Root writes anywhere: then the
         // folder is given to `nobody`, who runs the writer.
         let asNobody = getuid() == 0
@@ -93,28 +107,28 @@ struct ResourceFaultTests {
         try setOwnerAndModes(65534, 0o500)
         let run: ChildProcess.Outcome
         if asNobody {
-            run = try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "overwritten"])
+            run = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "overwritten"])
         } else {
-            run = try ChildProcess.run(Self.worker, ["write-once", directory.path, "kept-1", "overwritten"])
+            run = try await ChildProcess.run(Self.worker, ["write-once", directory.path, "kept-1", "overwritten"])
         }
         try setOwnerAndModes(getuid(), 0o700)
         #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
         #expect(run.output.contains("Permission denied (errno 13 EACCES)"), "\(run.output)")
-        try expectIntact(values, in: directory.path)
+        try Self.expectIntact(values, in: directory.path)
     }
 
     /// Another user's cache folder, even one that user may read: a store running as `nobody`
     /// refuses root's folder rather than reading or writing there.
     @Test(.enabled(if: getuid() == 0, "running a process as another user needs root"))
-    func aStoreFolderOfAnotherUserIsRefused() throws {
+    func aStoreFolderOfAnotherUserIsRefused() async throws {
         let directory = try TemporaryDirectory(prefix: "others")
-        let values = try storeSomeValues(in: directory.path)
+        let values = try Self.storeSomeValues(in: directory.path)
         chmod(directory.path, 0o755)
-        let run = try ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "planted"])
+        let run = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "planted"])
         chmod(directory.path, 0o700)
         #expect(run.output.hasPrefix("failed unsafeDirectory"), "\(run.output) \(run.stderr)")
         #expect(run.output.contains("belongs to user 0, not to user 65534"), "\(run.output)")
-        try expectIntact(values, in: directory.path)
+        try Self.expectIntact(values, in: directory.path)
     }
 
     @Test func theFolderDeletedWhileTasksWriteIsRecoveredFrom() async throws {

@@ -1,9 +1,12 @@
-import Dispatch
 public import Foundation
 @_spi(HanekeInternals) import HanekeProtocols
 
-/// Runs the package's own executables (`haneke`, `HanekeFaultWorker`) as child processes, the way a
-/// user or a crash would, for the tool and reliability tests.
+/// Runs the package's own executables (`haneke`, `HanekeFaultWorker`) and a few system tools as
+/// child processes, the way a user or a crash would, for the tool and reliability tests.
+///
+/// Nothing here blocks one of Swift's cooperative threads: a process's end is reported by its
+/// termination handler (no `waitUntilExit`), and its pipes are drained on threads of their own
+/// (``offThePool(_:)``), so a test that waits for a child lets every other test run.
 public enum ChildProcess {
     /// What a finished child printed and how it ended.
     public struct Outcome: Sendable {
@@ -17,6 +20,70 @@ public enum ChildProcess {
         public var output: String { String(decoding: stdout, as: UTF8.self) }
     }
 
+    /// A child that runs until it is killed or ends by itself.
+    public final class Running: Sendable {
+        /// The process.
+        public let process: Process
+        /// Its standard output.
+        public let output: Pipe
+        private let exit = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
+
+        fileprivate init(process: Process, output: Pipe) {
+            self.process = process
+            self.output = output
+        }
+
+        /// Called by the process's termination handler.
+        fileprivate func ended(_ status: Int32) {
+            let waiters = exit.withLock { exit in
+                exit.status = status
+                defer { exit.waiters = [] }
+                return exit.waiters
+            }
+            for waiter in waiters { waiter.resume(returning: status) }
+        }
+
+        /// Waits (suspending) until the process has ended; returns its status.
+        public func status() async -> Int32 {
+            await withCheckedContinuation { continuation in
+                let status = exit.withLock { exit -> Int32? in
+                    if exit.status == nil { exit.waiters.append(continuation) }
+                    return exit.status
+                }
+                if let status { continuation.resume(returning: status) }
+            }
+        }
+
+        /// Sends `signal` (SIGKILL by default) and waits until the process has ended.
+        @discardableResult
+        public func kill(_ signal: Int32 = SIGKILL) async -> Int32 {
+            _ = Foundation.kill(process.processIdentifier, signal)
+            return await status()
+        }
+
+        /// Everything the process wrote to its standard output, read to the end on a thread of its
+        /// own (call it once the process has ended, or it waits for that).
+        public func readOutput() async throws -> Data {
+            let handle = output.fileHandleForReading
+            return try await offThePool { handle.readDataToEndOfFile() }
+        }
+
+        /// The next line the process writes to its standard output (without the newline), read
+        /// on a thread of its own; `nil` at the end of the output.
+        public func readLine() async throws -> String? {
+            let handle = output.fileHandleForReading
+            return try await offThePool {
+                var bytes: [UInt8] = []
+                while true {
+                    let byte = handle.readData(ofLength: 1)
+                    guard let first = byte.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+                    if first == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+                    bytes.append(first)
+                }
+            }
+        }
+    }
+
     /// The path of an executable built beside the test bundle.
     public static func binary(_ name: String) -> String {
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -27,34 +94,46 @@ public enum ChildProcess {
         return here.appendingPathComponent(name).path
     }
 
-    /// Runs `executable` with `arguments` to the end. Standard error is read on another thread while
-    /// standard output is read here, so neither pipe can fill and stall the child.
-    public static func run(_ executable: String, _ arguments: [String]) throws -> Outcome {
+    /// Runs `executable` with `arguments` to the end, writing `input` to its standard input. Both
+    /// output pipes are drained at once, each on a thread of its own, so neither can fill and stall
+    /// the child; the test's task suspends meanwhile.
+    public static func run(_ executable: String, _ arguments: [String], input: Data? = nil) async throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()
+        let inputPipe = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
-        let stderrData = Locked(Data())
-        let stderrDone = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let data = err.fileHandleForReading.readDataToEndOfFile()
-            stderrData.withLock { $0 = data }
-            stderrDone.signal()
+        process.standardInput = input == nil ? FileHandle.nullDevice : inputPipe
+        let child = Running(process: process, output: out)
+        process.terminationHandler = { child.ended($0.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            try? out.fileHandleForWriting.close()
+            try? err.fileHandleForWriting.close()
+            throw error
         }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        stderrDone.wait()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderrData.withLock { $0 }, as: UTF8.self))
+        if let input {
+            let writer = inputPipe.fileHandleForWriting
+            _ = try await offThePool {
+                writer.write(input)
+                try writer.close()
+            }
+        }
+        let errHandle = err.fileHandleForReading
+        async let stderr = offThePool { errHandle.readDataToEndOfFile() }
+        let stdout = try await child.readOutput()
+        let status = await child.status()
+        return Outcome(status: status, stdout: stdout, stderr: String(decoding: try await stderr, as: UTF8.self))
     }
 
-    /// Starts `executable` and returns the process and its standard output, for children that are
-    /// killed rather than left to finish. Its standard input is a pipe that stays open (a child
-    /// that reads it waits until it is killed).
-    public static func start(_ executable: String, _ arguments: [String]) throws -> (Process, Pipe) {
+    /// Starts `executable` for a child that is killed rather than left to finish. Its standard
+    /// input is a pipe that stays open (a child that reads it waits until it is killed); its
+    /// standard error is discarded.
+    public static func start(_ executable: String, _ arguments: [String]) throws -> Running {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -62,7 +141,9 @@ public enum ChildProcess {
         process.standardInput = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
+        let child = Running(process: process, output: out)
+        process.terminationHandler = { child.ended($0.terminationStatus) }
         try process.run()
-        return (process, out)
+        return child
     }
 }

@@ -12,8 +12,8 @@ enum RedisStoreBenchmarks {
     static let keyspace = 10_000
 
     static func run(_ scale: Scale) async throws -> [Row] {
+        // Stopped at the end; on an error, the server's release kills it.
         let server = try await RedisTestServer()
-        defer { server.stop() }
         let benchmark = try RedisTestServer.executable(named: "redis-benchmark")
         let store = try RedisStore(url: server.url, keyPrefix: "bench:")
         var random = SystemRandomNumberGenerator()
@@ -38,6 +38,7 @@ enum RedisStoreBenchmarks {
                 ))
             }
         }
+        await server.stop()
         return rows
     }
 

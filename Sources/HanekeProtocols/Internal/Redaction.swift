@@ -12,28 +12,43 @@ package enum Redaction {
         "x-amz-signature", "x-amz-credential", "x-amz-security-token",
     ]
 
-    /// `url` with its secrets hidden; text that does not parse as a URL is not shown at all.
+    /// `url` with its secrets hidden. Textual, so that it works on what `URLComponents` refuses
+    /// too (a bad port, spaces): the user info between `://` and the last `@` before the path
+    /// becomes `user:***` (or `***` without a password), and the value of each sensitive query item
+    /// `***`.
     /// - Parameters:
     ///   - url: A URL's text.
     ///   - sensitiveQueryItems: The query items whose values are hidden.
     /// - Returns: What may be shown.
     package static func redactingURL(_ url: String, sensitiveQueryItems: Set<String> = defaultSensitiveQueryItems) -> String {
-        guard var components = URLComponents(string: url) else {
-            return "a URL that does not parse (\(url.utf8.count) bytes)"
-        }
-        if components.percentEncodedPassword != nil {
-            components.percentEncodedPassword = "***"
-        } else if components.percentEncodedUser != nil {
-            components.percentEncodedUser = "***"
-        }
-        if let items = components.percentEncodedQueryItems {
-            let sensitive = Set(sensitiveQueryItems.map { $0.lowercased() })
-            components.percentEncodedQueryItems = items.map { item in
-                let name = (item.name.removingPercentEncoding ?? item.name).lowercased()
-                return sensitive.contains(name) && item.value != nil ? URLQueryItem(name: item.name, value: "***") : item
+        guard let separator = url.range(of: "://") else { return url }
+        var shown = String(url[..<separator.upperBound])
+        let rest = url[separator.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") {
+            let userInfo = authority[..<at]
+            if let colon = userInfo.firstIndex(of: ":") {
+                shown += userInfo[..<colon] + ":***"
+            } else {
+                shown += "***"
             }
+            shown += authority[at...]
+        } else {
+            shown += authority
         }
-        return components.string ?? "a URL that does not parse (\(url.utf8.count) bytes)"
+        var tail = rest[authorityEnd...]
+        guard let question = tail.firstIndex(of: "?") else { return shown + tail }
+        shown += tail[...question]
+        tail = tail[tail.index(after: question)...]
+        let queryEnd = tail.firstIndex(of: "#") ?? tail.endIndex
+        let sensitive = Set(sensitiveQueryItems.map { $0.lowercased() })
+        shown += tail[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
+            guard let equals = item.firstIndex(of: "=") else { return String(item) }
+            let name = String(item[..<equals])
+            return sensitive.contains((name.removingPercentEncoding ?? name).lowercased()) ? name + "=***" : String(item)
+        }.joined(separator: "&")
+        return shown + tail[queryEnd...]
     }
 
     /// `text` as it is, unless it is a URL (it has a scheme followed by `://`): then
