@@ -332,8 +332,8 @@ struct FaultTests {
     }()
 
     /// A configuration for a server that tests stop and start: short reconnect delays, and
-    /// timeouts so long that an operation that waited for one would stand out from a busy
-    /// machine's scheduling delays (the tests run in parallel on two cores).
+    /// timeouts so long that an operation that waited for one stands out — the fault test checks
+    /// that no fetch took even a third of one.
     static func configuration(_ url: String) throws -> RedisStore.Configuration {
         var configuration = try RedisStore.Configuration(url: url, keyPrefix: "fault:")
         configuration.minimumReconnectDelay = .milliseconds(10)

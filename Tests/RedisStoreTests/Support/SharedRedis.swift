@@ -30,10 +30,6 @@ enum SharedRedis {
         configure: (inout RedisStore.Configuration) -> Void = { _ in }
     ) async throws -> RedisStore {
         var configuration = try RedisStore.Configuration(url: try await url(), keyPrefix: uniquePrefix(label))
-        // Timeouts far above the defaults: the suite runs its tests in parallel on two cores, and a
-        // connection or a command delayed by scheduling must not read as a server that is down.
-        configuration.connectTimeout = .seconds(30)
-        configuration.commandTimeout = .seconds(30)
         configure(&configuration)
         return RedisStore(configuration: configuration)
     }
