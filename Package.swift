@@ -86,7 +86,9 @@ let package = Package(
             dependencies: ["FileStore", "CompressedStore", "HanekeProtocols"],
             path: "Tests/FaultWorker"
         ),
-        .target(name: "TestSupport", dependencies: ["HanekeProtocols"], path: "Tests/TestSupport"),
+        // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
+        .target(name: "BlockingWatchdog", path: "Tests/BlockingWatchdog"),
+        .target(name: "TestSupport", dependencies: ["HanekeProtocols", "BlockingWatchdog"], path: "Tests/TestSupport"),
 
         // MARK: - Tool
 

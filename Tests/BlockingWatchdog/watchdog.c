@@ -1,0 +1,688 @@
+// The blocking watchdog: the test process's global executor, with a measurement around every job.
+//
+// Swift's cooperative pool has one thread per core (two on the CI machine). A job that sleeps in
+// a blocking call — a semaphore, waitpid, usleep, a synchronous read of a pipe — keeps one of
+// those threads from every other task for as long as it sleeps, which is how a test suite starves
+// on a busy machine. This file takes over the runtime's global-executor hooks (the documented way
+// to replace the global executor) when the test bundle loads, runs every job on as many threads as
+// the cooperative pool has, and measures for each job how long its thread slept:
+//
+//     slept = wall time − time on a CPU − time waiting for a CPU
+//
+// Time on a CPU comes from CLOCK_THREAD_CPUTIME_ID and time waiting for a CPU from the kernel's
+// run-queue delay in /proc/thread-self/schedstat, so neither computing nor being preempted on a
+// loaded machine counts as sleeping: only a thread that gave its CPU away inside a job does. A
+// sampler thread takes the stack of every job it finds asleep after its first millisecond, and
+// the stack says what the job waited for:
+//
+// - a blocking wait (a timer, a process, a pipe or socket, a semaphore, fsync…): the job is an
+//   offender when it slept longer than the limit (HANEKE_WATCHDOG_LIMIT_MS, 5 ms unless set);
+// - a short wait (a mutex, or one file-system call on names such as mkdir or unlink, which waits
+//   for a kernel lock on a directory): an offender past the short-wait limit
+//   (HANEKE_WATCHDOG_LOCK_LIMIT_MS, 50 ms). On a busy machine the holder of a short critical
+//   section can wait a few time slices for a CPU; a lock held across I/O still shows up;
+// - the test framework's own console lock: counted, never an offender.
+//
+// When the process exits the watchdog prints every offender's stack and makes the exit status 1,
+// so the test run fails.
+//
+// HANEKE_WATCHDOG=off leaves the runtime's executor alone.
+
+#define _GNU_SOURCE
+#include "BlockingWatchdog.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SWIFTCC __attribute__((swiftcall))
+
+typedef struct SwiftJob SwiftJob;
+typedef struct {
+    void *identity;
+    uintptr_t implementation;
+} SerialExecutorRef;
+
+typedef SWIFTCC void EnqueueOriginal(SwiftJob *job);
+typedef SWIFTCC void EnqueueHook(SwiftJob *job, EnqueueOriginal *original);
+typedef SWIFTCC void DelayOriginal(unsigned long long delay, SwiftJob *job);
+typedef SWIFTCC void DelayHook(unsigned long long delay, SwiftJob *job, DelayOriginal *original);
+typedef SWIFTCC void DeadlineOriginal(long long sec, long long nsec, long long tsec, long long tnsec, int clock,
+                                      SwiftJob *job);
+typedef SWIFTCC void DeadlineHook(long long sec, long long nsec, long long tsec, long long tnsec, int clock,
+                                  SwiftJob *job, DeadlineOriginal *original);
+typedef SWIFTCC void JobRun(SwiftJob *job, SerialExecutorRef executor);
+typedef char *Demangle(const char *name, size_t length, char *buffer, size_t *size, uint32_t flags);
+
+enum { maximumWorkers = 64, stackDepth = 48, stacksPerJob = 4, keptCapacity = 256, offenderCapacity = 32, stackTextCapacity = 8192 };
+
+static const uint64_t nanosecondsPerSecond = 1000000000ull;
+
+// MARK: - Settings and counters
+
+static int watching;
+static int workerCount;
+static uint64_t limitNanoseconds = 5 * 1000000ull;
+static uint64_t lockLimitNanoseconds = 50 * 1000000ull;
+static JobRun *runJob;
+static Demangle *demangle;
+static _Atomic uint64_t jobsRun;
+static _Atomic uint64_t longestSleep;
+static _Atomic uint64_t offenderTotal;
+
+static uint64_t now(clockid_t clock) {
+    struct timespec time;
+    clock_gettime(clock, &time);
+    return (uint64_t)time.tv_sec * nanosecondsPerSecond + (uint64_t)time.tv_nsec;
+}
+
+// MARK: - Workers
+
+typedef struct {
+    int count;
+    void *frames[stackDepth];
+} Stack;
+
+typedef struct {
+    pthread_t thread;
+    pid_t tid;
+    int schedstat;   // /proc/thread-self/schedstat, read by the worker itself
+    int stat;        // /proc/self/task/<tid>/stat, read by the sampler
+    _Atomic uint64_t sequence;    // the job running now (or last), counted from 1
+    _Atomic uint64_t startedAt;   // when that job started; 0 between jobs
+    uint64_t lastSignalAt;        // the sampler's own
+    uint64_t tag;                 // set by haneke_watchdog_keep_current_job
+    // Written by the signal handler, on this worker's own thread: the stacks the job was caught
+    // asleep in.
+    Stack stacks[stacksPerJob];
+    volatile sig_atomic_t stackCount;
+    volatile uint64_t stacksSequence;
+} Worker;
+
+static Worker workers[maximumWorkers];
+static __thread Worker *currentWorker;
+static int stackSignal;
+
+// MARK: - The ready queue
+
+typedef struct Node {
+    struct Node *next;
+    SwiftJob *job;
+} Node;
+
+static pthread_mutex_t queueLock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queueReady = PTHREAD_COND_INITIALIZER;
+static Node *queueHead;
+static Node *queueTail;
+static Node *spareNodes;
+static int idleWorkers;
+
+static void enqueueReady(SwiftJob *job) {
+    pthread_mutex_lock(&queueLock);
+    Node *node = spareNodes;
+    if (node) {
+        spareNodes = node->next;
+    } else if (!(node = malloc(sizeof(Node)))) {
+        abort();
+    }
+    node->next = NULL;
+    node->job = job;
+    if (queueTail) {
+        queueTail->next = node;
+    } else {
+        queueHead = node;
+    }
+    queueTail = node;
+    if (idleWorkers > 0) pthread_cond_signal(&queueReady);
+    pthread_mutex_unlock(&queueLock);
+}
+
+static SwiftJob *dequeueReady(void) {
+    pthread_mutex_lock(&queueLock);
+    while (!queueHead) {
+        idleWorkers += 1;
+        pthread_cond_wait(&queueReady, &queueLock);
+        idleWorkers -= 1;
+    }
+    Node *node = queueHead;
+    queueHead = node->next;
+    if (!queueHead) queueTail = NULL;
+    SwiftJob *job = node->job;
+    node->next = spareNodes;
+    spareNodes = node;
+    pthread_mutex_unlock(&queueLock);
+    return job;
+}
+
+// MARK: - Jobs for later (Task.sleep)
+
+typedef struct {
+    uint64_t due;   // CLOCK_MONOTONIC
+    SwiftJob *job;
+} Timed;
+
+static pthread_mutex_t timerLock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t timerChanged;
+static Timed *timed;
+static size_t timedCount;
+static size_t timedCapacity;
+
+static void enqueueAt(uint64_t due, SwiftJob *job) {
+    pthread_mutex_lock(&timerLock);
+    if (timedCount == timedCapacity) {
+        timedCapacity = timedCapacity ? timedCapacity * 2 : 64;
+        if (!(timed = realloc(timed, timedCapacity * sizeof(Timed)))) abort();
+    }
+    // A binary min-heap on `due`.
+    size_t index = timedCount++;
+    while (index > 0 && timed[(index - 1) / 2].due > due) {
+        timed[index] = timed[(index - 1) / 2];
+        index = (index - 1) / 2;
+    }
+    timed[index] = (Timed){due, job};
+    if (index == 0) pthread_cond_signal(&timerChanged);
+    pthread_mutex_unlock(&timerLock);
+}
+
+static Timed popEarliest(void) {
+    Timed earliest = timed[0];
+    Timed last = timed[--timedCount];
+    size_t index = 0;
+    for (;;) {
+        size_t child = 2 * index + 1;
+        if (child >= timedCount) break;
+        if (child + 1 < timedCount && timed[child + 1].due < timed[child].due) child += 1;
+        if (timed[child].due >= last.due) break;
+        timed[index] = timed[child];
+        index = child;
+    }
+    if (timedCount > 0) timed[index] = last;
+    return earliest;
+}
+
+static void *runTimer(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&timerLock);
+    for (;;) {
+        if (timedCount == 0) {
+            pthread_cond_wait(&timerChanged, &timerLock);
+            continue;
+        }
+        uint64_t current = now(CLOCK_MONOTONIC);
+        if (timed[0].due <= current) {
+            Timed due = popEarliest();
+            pthread_mutex_unlock(&timerLock);
+            enqueueReady(due.job);
+            pthread_mutex_lock(&timerLock);
+            continue;
+        }
+        struct timespec until = {(time_t)(timed[0].due / nanosecondsPerSecond),
+                                 (long)(timed[0].due % nanosecondsPerSecond)};
+        pthread_cond_timedwait(&timerChanged, &timerLock, &until);
+    }
+    return NULL;
+}
+
+// MARK: - The runtime's hooks
+
+static SWIFTCC void enqueueHook(SwiftJob *job, EnqueueOriginal *original) {
+    (void)original;
+    enqueueReady(job);
+}
+
+static SWIFTCC void delayHook(unsigned long long delay, SwiftJob *job, DelayOriginal *original) {
+    (void)original;
+    enqueueAt(now(CLOCK_MONOTONIC) + delay, job);
+}
+
+static SWIFTCC void deadlineHook(long long sec, long long nsec, long long tsec, long long tnsec, int clock,
+                                 SwiftJob *job, DeadlineOriginal *original) {
+    (void)tsec;
+    (void)tnsec;
+    (void)original;
+    // The runtime's clocks on Linux: 1 is ContinuousClock (CLOCK_BOOTTIME), 2 SuspendingClock
+    // (CLOCK_MONOTONIC).
+    uint64_t clockNow = now(clock == 1 ? CLOCK_BOOTTIME : CLOCK_MONOTONIC);
+    uint64_t deadline = (uint64_t)sec * nanosecondsPerSecond + (uint64_t)nsec;
+    uint64_t delay = deadline > clockNow ? deadline - clockNow : 0;
+    enqueueAt(now(CLOCK_MONOTONIC) + delay, job);
+}
+
+// MARK: - Measuring a job
+
+/// The time this thread has waited for a CPU (the second field of its schedstat).
+static uint64_t runQueueDelay(Worker *worker) {
+    char text[128];
+    ssize_t length = pread(worker->schedstat, text, sizeof text - 1, 0);
+    if (length <= 0) return 0;
+    text[length] = 0;
+    char *end;
+    strtoull(text, &end, 10);
+    return strtoull(end, NULL, 10);
+}
+
+/// What a thread caught asleep was waiting for.
+typedef enum {
+    /// Anything that can take as long as the world makes it: a timer, a process, a pipe, a
+    /// socket, a semaphore or condition, a disk flush, another thread's one-time initialization.
+    waitBlocking = 0,
+    /// A short critical section behind someone else: a mutex, or one file-system call on names
+    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory. On a busy machine the
+    /// holder may itself wait a few time slices for a CPU.
+    waitShort = 1,
+    /// The test framework's own bookkeeping (its console lock): not this package's to fix.
+    waitFramework = 2,
+} Wait;
+
+typedef struct {
+    uint64_t tag;
+    HanekeWatchdogJob measured;
+    Wait wait;     // the kind of the job's worst wait (blocking before short before framework)
+    Stack stack;   // a stack of that kind
+} Kept;
+
+static pthread_mutex_t recordLock = PTHREAD_MUTEX_INITIALIZER;
+static Kept kept[keptCapacity];
+static size_t keptCount;
+static Kept offenders[offenderCapacity];
+static size_t offenderCount;
+static uint64_t shortWaitsOverLimit;
+static uint64_t longestShortWait;
+static uint64_t frameworkWaitsOverLimit;
+
+static int endsWith(const char *text, const char *suffix) {
+    size_t length = strlen(text), suffixLength = strlen(suffix);
+    return length >= suffixLength && strcmp(text + length - suffixLength, suffix) == 0;
+}
+
+static int isNamed(const char *name, const char *const *names, size_t count) {
+    for (size_t index = 0; index < count; index += 1) {
+        if (strcmp(name, names[index]) == 0 || (strstr(name, names[index]) && names[index][0] == '_')) return 1;
+    }
+    return 0;
+}
+
+/// Classifies a stack by the function the thread sleeps in and by who called it.
+static Wait classify(const Stack *stack) {
+    static const char *const lockFunctions[] = {"pthread_mutex_lock", "pthread_mutex_timedlock", "___pthread_mutex_lock",
+                                                "__lll_lock_wait", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+                                                "_lockSlow"};
+    static const char *const nameFunctions[] = {"mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
+                                                "renameat", "renameat2", "stat", "stat64", "lstat", "lstat64",
+                                                "fstatat", "fstatat64", "__fstatat64", "statx", "access", "faccessat",
+                                                "open", "open64", "openat", "openat64", "__open64_nocancel",
+                                                "__openat64_nocancel", "close", "__close_nocancel", "symlink",
+                                                "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat"};
+    Wait wait = waitBlocking;
+    int decided = 0;
+    // Frames above the handler and the trampoline: the first named one says what the thread waits
+    // in; the first outside libc says who asked.
+    for (int index = 2; index < stack->count; index += 1) {
+        Dl_info info;
+        if (!dladdr(stack->frames[index], &info) || !info.dli_fname) continue;
+        int inLibc = endsWith(info.dli_fname, "/libc.so.6");
+        if (!decided && info.dli_sname) {
+            const char *name = info.dli_sname;
+            if (isNamed(name, lockFunctions, sizeof lockFunctions / sizeof *lockFunctions)
+                || (inLibc && isNamed(name, nameFunctions, sizeof nameFunctions / sizeof *nameFunctions))) {
+                wait = waitShort;
+                decided = 1;
+            } else if (strncmp(name, "futex", 5) != 0 && strncmp(name, "__futex", 7) != 0) {
+                decided = 1;
+            }
+        }
+        if (!inLibc) return endsWith(info.dli_fname, "/libTesting.so") ? waitFramework : wait;
+    }
+    return wait;
+}
+
+/// Keeps what a job measured: under its tag for a test, or as an offender when it blocked a
+/// thread (slept longer than the limit in a blocking wait, or longer than the short-wait limit in
+/// short waits), or counted when it only waited shortly or for the test framework.
+static void record(Worker *worker, uint64_t sequence, uint64_t slept, uint64_t wall, uint64_t cpu) {
+    Kept entry = {worker->tag, {slept, wall, cpu, 0, 0}, waitFramework, {0, {0}}};
+    int caught = worker->stacksSequence == sequence ? worker->stackCount : 0;
+    for (int index = 0; index < caught; index += 1) {
+        Wait wait = classify(&worker->stacks[index]);
+        if (index == 0 || wait < entry.wait) {
+            entry.wait = wait;
+            entry.stack = worker->stacks[index];
+        }
+    }
+    // A sleep the sampler never caught is judged as a short wait: it fails only past that limit.
+    if (caught == 0) entry.wait = waitShort;
+    entry.measured.stack_taken = caught > 0;
+    entry.measured.waited_for_a_lock = caught > 0 && entry.wait == waitShort;
+    int offends = (entry.wait == waitBlocking && slept > limitNanoseconds)
+                  || (entry.wait == waitShort && slept > lockLimitNanoseconds);
+    pthread_mutex_lock(&recordLock);
+    if (entry.tag != 0) {
+        kept[keptCount % keptCapacity] = entry;
+        keptCount += 1;
+    } else if (offends) {
+        atomic_fetch_add(&offenderTotal, 1);
+        uint64_t longest = atomic_load(&longestSleep);
+        while (slept > longest && !atomic_compare_exchange_weak(&longestSleep, &longest, slept)) {}
+        if (offenderCount < offenderCapacity) offenders[offenderCount++] = entry;
+    } else if (entry.wait == waitShort) {
+        shortWaitsOverLimit += 1;
+        if (slept > longestShortWait) longestShortWait = slept;
+    } else {
+        frameworkWaitsOverLimit += 1;
+    }
+    pthread_mutex_unlock(&recordLock);
+}
+
+// MARK: - Naming a stack
+
+/// Appends to `text` (of `capacity` bytes, `*used` of them used) what printf would print.
+static void append(char *text, size_t capacity, size_t *used, const char *format, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *text, size_t capacity, size_t *used, const char *format, ...) {
+    if (*used + 1 >= capacity) return;
+    va_list arguments;
+    va_start(arguments, format);
+    int written = vsnprintf(text + *used, capacity - *used, format, arguments);
+    va_end(arguments);
+    if (written > 0) *used = *used + (size_t)written < capacity ? *used + (size_t)written : capacity - 1;
+}
+
+/// A function name as people read it: Swift names demangled.
+static void appendName(char *text, size_t capacity, size_t *used, const char *name, size_t length) {
+    char *readable = demangle && length > 2 && name[0] == '$' && name[1] == 's'
+                         ? demangle(name, length, NULL, NULL, 0) : NULL;
+    if (readable) {
+        append(text, capacity, used, "%s", readable);
+        free(readable);
+    } else {
+        append(text, capacity, used, "%.*s", (int)length, name);
+    }
+}
+
+/// Names one frame the dynamic linker cannot (the test bundle's own functions are not exported)
+/// with llvm-symbolizer, which the Swift toolchain ships: "function at file:line".
+static int symbolize(const char *file, uintptr_t address, char *text, size_t capacity, size_t *used) {
+    if (strchr(file, '\'')) return 0;
+    const char *symbolizer = getenv("HANEKE_SYMBOLIZER");
+    char command[4200];
+    snprintf(command, sizeof command, "'%s' --inlining=false --obj='%s' 0x%lx 2>/dev/null",
+             symbolizer ? symbolizer : "llvm-symbolizer", file, (unsigned long)address);
+    FILE *output = popen(command, "r");
+    if (!output) return 0;
+    char function[2048] = "", location[2048] = "";
+    int named = fgets(function, sizeof function, output) != NULL && fgets(location, sizeof location, output) != NULL;
+    pclose(output);
+    function[strcspn(function, "\n")] = 0;
+    location[strcspn(location, "\n")] = 0;
+    if (!named || function[0] == 0 || strcmp(function, "??") == 0) return 0;
+    appendName(text, capacity, used, function, strlen(function));
+    append(text, capacity, used, " at %s\n", location);
+    return 1;
+}
+
+/// A stack, one frame per line, from the frame that slept outwards; ends at the job's start.
+static void describeStack(const Kept *entry, char *text, size_t capacity) {
+    size_t used = 0;
+    text[0] = 0;
+    // The first two frames are the signal handler's and the kernel's trampoline.
+    for (int index = 2; index < entry->stack.count; index += 1) {
+        // Frames after the first are return addresses: the call is the instruction before.
+        uintptr_t address = (uintptr_t)entry->stack.frames[index] - (index > 2 ? 1 : 0);
+        Dl_info info;
+        int found = dladdr((void *)address, &info);
+        append(text, capacity, &used, "    ");
+        if (found && info.dli_sname) {
+            appendName(text, capacity, &used, info.dli_sname, strlen(info.dli_sname));
+            append(text, capacity, &used, " (%s)\n", strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname);
+        } else if (!(found && info.dli_fname && symbolize(info.dli_fname, address - (uintptr_t)info.dli_fbase, text, capacity, &used))) {
+            append(text, capacity, &used, "%s+0x%lx\n", found && info.dli_fname ? info.dli_fname : "?",
+                   (unsigned long)(address - (found ? (uintptr_t)info.dli_fbase : 0)));
+        }
+        if (found && info.dli_sname && strcmp(info.dli_sname, "swift_job_run") == 0) break;
+    }
+}
+
+static void runMeasured(Worker *worker, SwiftJob *job) {
+    uint64_t sequence = atomic_fetch_add(&worker->sequence, 1) + 1;
+    worker->tag = 0;
+    uint64_t waitedBefore = runQueueDelay(worker);
+    uint64_t cpuBefore = now(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t start = now(CLOCK_MONOTONIC);
+    atomic_store(&worker->startedAt, start);
+
+    runJob(job, (SerialExecutorRef){NULL, 0});
+
+    uint64_t end = now(CLOCK_MONOTONIC);
+    atomic_store(&worker->startedAt, 0);
+    uint64_t cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpuBefore;
+    uint64_t waited = runQueueDelay(worker) - waitedBefore;
+    uint64_t wall = end - start;
+    uint64_t slept = wall > cpu + waited ? wall - cpu - waited : 0;
+
+    atomic_fetch_add_explicit(&jobsRun, 1, memory_order_relaxed);
+    if (worker->tag != 0) {
+        record(worker, sequence, slept, wall, cpu);
+        return;
+    }
+    if (slept <= limitNanoseconds) {
+        uint64_t longest = atomic_load_explicit(&longestSleep, memory_order_relaxed);
+        while (slept > longest && !atomic_compare_exchange_weak(&longestSleep, &longest, slept)) {}
+        return;
+    }
+    record(worker, sequence, slept, wall, cpu);
+}
+
+static void *runWorker(void *argument) {
+    Worker *worker = argument;
+    currentWorker = worker;
+    worker->tid = (pid_t)syscall(SYS_gettid);
+    worker->schedstat = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)worker->tid);
+    worker->stat = open(path, O_RDONLY | O_CLOEXEC);
+    for (;;) runMeasured(worker, dequeueReady());
+    return NULL;
+}
+
+// MARK: - Catching a sleeping job's stack
+
+static void takeStack(int signal) {
+    (void)signal;
+    int savedErrno = errno;
+    Worker *worker = currentWorker;
+    if (worker) {
+        uint64_t sequence = atomic_load(&worker->sequence);
+        if (worker->stacksSequence != sequence) {
+            worker->stackCount = 0;
+            worker->stacksSequence = sequence;
+        }
+        if (worker->stackCount < stacksPerJob) {
+            Stack *stack = &worker->stacks[worker->stackCount];
+            stack->count = backtrace(stack->frames, stackDepth);
+            worker->stackCount += 1;
+        }
+    }
+    errno = savedErrno;
+}
+
+/// The state letter of a worker's thread (R running, S sleeping, D in uninterruptible sleep).
+static char threadState(Worker *worker) {
+    char text[512];
+    ssize_t length = pread(worker->stat, text, sizeof text - 1, 0);
+    if (length <= 0) return '?';
+    text[length] = 0;
+    char *close = strrchr(text, ')');
+    return close && close[1] == ' ' ? close[2] : '?';
+}
+
+/// Every millisecond, looks at the threads that have been in one job for more than a millisecond,
+/// and takes the stack of each that is asleep (at most every 2 ms, at most 4 per job).
+static void *runSampler(void *unused) {
+    (void)unused;
+    for (;;) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+        uint64_t current = now(CLOCK_MONOTONIC);
+        for (int index = 0; index < workerCount; index += 1) {
+            Worker *worker = &workers[index];
+            uint64_t started = atomic_load(&worker->startedAt);
+            if (started == 0 || current - started < 1000000 || current - worker->lastSignalAt < 2000000) continue;
+            if (worker->stacksSequence == atomic_load(&worker->sequence) && worker->stackCount >= stacksPerJob) continue;
+            char state = threadState(worker);
+            if (state != 'S' && state != 'D') continue;
+            worker->lastSignalAt = current;
+            pthread_kill(worker->thread, stackSignal);
+        }
+    }
+    return NULL;
+}
+
+// MARK: - Installing and reporting
+
+static void report(void) {
+    if (!watching || atomic_load(&jobsRun) == 0) return;
+    uint64_t total = atomic_load(&offenderTotal);
+    fflush(stdout);
+    pthread_mutex_lock(&recordLock);
+    fprintf(stderr,
+            "blocking watchdog: %llu jobs ran on %d threads; the longest sleep inside a job was %.1f ms (limit %.0f ms); "
+            "%llu jobs waited longer for a lock or a file name, the longest %.1f ms (limit %.0f ms); %llu waited for "
+            "the test framework\n",
+            (unsigned long long)atomic_load(&jobsRun), workerCount, atomic_load(&longestSleep) / 1e6,
+            limitNanoseconds / 1e6, (unsigned long long)shortWaitsOverLimit, longestShortWait / 1e6,
+            lockLimitNanoseconds / 1e6, (unsigned long long)frameworkWaitsOverLimit);
+    if (total == 0) {
+        pthread_mutex_unlock(&recordLock);
+        return;
+    }
+    fprintf(stderr, "blocking watchdog: %llu jobs blocked a cooperative thread:\n", (unsigned long long)total);
+    for (size_t index = 0; index < offenderCount; index += 1) {
+        HanekeWatchdogJob *job = &offenders[index].measured;
+        fprintf(stderr, "  a job slept %.1f ms (wall %.1f ms, on a CPU %.1f ms)%s\n", job->slept_nanoseconds / 1e6,
+                job->wall_nanoseconds / 1e6, job->cpu_nanoseconds / 1e6,
+                !job->stack_taken ? " (its stack was not caught)"
+                : offenders[index].wait == waitShort ? ", waiting for a lock or a file name in:" : ", asleep in:");
+        if (job->stack_taken) {
+            static char stack[stackTextCapacity];
+            describeStack(&offenders[index], stack, sizeof stack);
+            fputs(stack, stderr);
+        }
+    }
+    pthread_mutex_unlock(&recordLock);
+    fflush(stderr);
+    _exit(1);
+}
+
+static int threadsOfThisProcess(void) {
+    const char *setting = getenv("HANEKE_WATCHDOG_THREADS");
+    if (setting && atoi(setting) > 0) return atoi(setting) < maximumWorkers ? atoi(setting) : maximumWorkers;
+    cpu_set_t set;
+    int count = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return count < 1 ? 1 : count < maximumWorkers ? count : maximumWorkers;
+}
+
+static void startThread(pthread_t *thread, void *(*body)(void *), void *argument) {
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setstacksize(&attributes, 8 << 20);
+    if (pthread_create(thread, &attributes, body, argument) != 0) abort();
+    pthread_attr_destroy(&attributes);
+}
+
+__attribute__((constructor)) static void install(void) {
+    const char *setting = getenv("HANEKE_WATCHDOG");
+    if (setting && strcmp(setting, "off") == 0) return;
+    const char *limit = getenv("HANEKE_WATCHDOG_LIMIT_MS");
+    if (limit && atof(limit) > 0) limitNanoseconds = (uint64_t)(atof(limit) * 1e6);
+    const char *lockLimit = getenv("HANEKE_WATCHDOG_LOCK_LIMIT_MS");
+    if (lockLimit && atof(lockLimit) > 0) lockLimitNanoseconds = (uint64_t)(atof(lockLimit) * 1e6);
+
+    EnqueueHook **enqueue = dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
+    DelayHook **delay = dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobalWithDelay_hook");
+    DeadlineHook **deadline = dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobalWithDeadline_hook");
+    runJob = (JobRun *)dlsym(RTLD_DEFAULT, "swift_job_run");
+    demangle = (Demangle *)dlsym(RTLD_DEFAULT, "swift_demangle");
+    if (!enqueue || !delay || !deadline || !runJob) {
+        fprintf(stderr, "blocking watchdog: the Swift runtime's executor hooks are missing; not watching\n");
+        return;
+    }
+
+    // backtrace() loads its unwinder on first use; do that here, not in a signal handler.
+    void *warmUp[4];
+    backtrace(warmUp, 4);
+    stackSignal = SIGRTMIN + 5;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = takeStack;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(stackSignal, &action, NULL);
+
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&timerChanged, &attributes);
+    pthread_condattr_destroy(&attributes);
+
+    workerCount = threadsOfThisProcess();
+    for (int index = 0; index < workerCount; index += 1) {
+        startThread(&workers[index].thread, runWorker, &workers[index]);
+    }
+    pthread_t timer, sampler;
+    startThread(&timer, runTimer, NULL);
+    startThread(&sampler, runSampler, NULL);
+
+    *enqueue = enqueueHook;
+    *delay = delayHook;
+    *deadline = deadlineHook;
+    watching = 1;
+    atexit(report);
+}
+
+// MARK: - The interface for tests
+
+int32_t haneke_watchdog_is_watching(void) { return watching; }
+
+int32_t haneke_watchdog_thread_count(void) { return workerCount; }
+
+uint64_t haneke_watchdog_limit_nanoseconds(void) { return limitNanoseconds; }
+
+uint64_t haneke_watchdog_offender_count(void) { return atomic_load(&offenderTotal); }
+
+int32_t haneke_watchdog_keep_current_job(uint64_t tag) {
+    if (!currentWorker || tag == 0) return 0;
+    currentWorker->tag = tag;
+    return 1;
+}
+
+int32_t haneke_watchdog_kept_job(uint64_t tag, HanekeWatchdogJob *job, char *stack, uint64_t capacity) {
+    int32_t found = 0;
+    Kept entry;
+    pthread_mutex_lock(&recordLock);
+    size_t first = keptCount > keptCapacity ? keptCount - keptCapacity : 0;
+    for (size_t index = first; index < keptCount; index += 1) {
+        Kept *slot = &kept[index % keptCapacity];
+        if (slot->tag != tag) continue;
+        found = 1;
+        entry = *slot;
+    }
+    pthread_mutex_unlock(&recordLock);
+    if (!found) return 0;
+    *job = entry.measured;
+    if (stack && capacity > 0) {
+        stack[0] = 0;
+        if (entry.measured.stack_taken) describeStack(&entry, stack, (size_t)capacity);
+    }
+    return 1;
+}

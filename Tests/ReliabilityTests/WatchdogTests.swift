@@ -1,0 +1,99 @@
+import Dispatch
+import Foundation
+import Testing
+import TestSupport
+
+/// The blocking watchdog that runs every job of the test process (Tests/BlockingWatchdog) sees a
+/// thread that sleeps inside a job and only that: these tests block on purpose, inside jobs the
+/// watchdog keeps aside, and check what it measured.
+@Suite(.enabled(if: Watchdog.isWatching, "HANEKE_WATCHDOG=off"))
+struct WatchdogTests {
+    @Test func theJobsRunOnAsManyThreadsAsTheCooperativePoolHas() async throws {
+        #expect(Watchdog.threadCount == ProcessInfo.processInfo.activeProcessorCount)
+        #expect(Watchdog.limit == .milliseconds(5) || ProcessInfo.processInfo.environment["HANEKE_WATCHDOG_LIMIT_MS"] != nil)
+        let job = try #require(await Watchdog.measureCurrentJob {}, "this test's job runs on a watchdog thread")
+        #expect(job.slept < .milliseconds(1))
+    }
+
+    @Test func aSleepIsCaughtWithItsStack() async throws {
+        let job = try #require(
+            await Watchdog.measureCurrentJob {
+                // The watchdog's signal cuts a sleep short (EINTR), as it would a blocked poll.
+                let end = ContinuousClock.now + .milliseconds(50)
+                while ContinuousClock.now < end { usleep(1_000) }
+            }
+        )
+        #expect(job.slept >= .milliseconds(40))
+        let stack = try #require(job.stack, "the sampler caught the thread asleep")
+        #expect(stack.contains("sleep"), "\(stack)")
+        #expect(stack.contains("aSleepIsCaughtWithItsStack"), "\(stack)")
+        print("watchdog: a 50 ms sleep measured as \(job.slept) asleep in\n\(stack)")
+    }
+
+    /// The old `ChildProcess` waited like this for a process to end.
+    @Test func aSemaphoreWaitIsCaught() async throws {
+        let semaphore = DispatchSemaphore(value: 0)
+        let job = try #require(
+            await Watchdog.measureCurrentJob {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(30)) { semaphore.signal() }
+                semaphore.wait()
+            }
+        )
+        #expect(job.slept >= .milliseconds(20))
+        #expect(job.stack != nil)
+        #expect(!job.waitedForALock, "\(job.stack ?? "")")
+    }
+
+    /// Computing is not blocking: a job that keeps its CPU for 30 ms has slept for none of it,
+    /// however busy the machine is (time waiting for a CPU is not sleep).
+    @Test func aBusyJobHasNotSlept() async throws {
+        let job = try #require(
+            await Watchdog.measureCurrentJob {
+                let clock = ContinuousClock()
+                let end = clock.now + .milliseconds(30)
+                var spins = 0
+                while clock.now < end { spins &+= 1 }
+                #expect(spins > 0)
+            }
+        )
+        #expect(job.wall >= .milliseconds(30))
+        #expect(job.slept < Watchdog.limit)
+        #expect(job.stack == nil)
+    }
+
+    /// Waiting for a mutex that another thread holds is told apart from a blocking call: it has a
+    /// longer limit, since on a busy machine the holder of a short critical section can wait for a
+    /// CPU.
+    @Test func aLockWaitIsToldApart() async throws {
+        let lock = NSLock()
+        let held = DispatchSemaphore(value: 0)
+        let waiting = DispatchSemaphore(value: 0)
+        // The holder keeps the lock until 30 ms after the job has started waiting for it.
+        let thread = Thread {
+            lock.lock()
+            held.signal()
+            waiting.wait()
+            usleep(30_000)
+            lock.unlock()
+        }
+        thread.start()
+        _ = try await offThePool { held.wait() }
+        let job = try #require(await Watchdog.measureCurrentJob {
+            waiting.signal()
+            lock.lock()
+            lock.unlock()
+        })
+        #expect(job.slept >= .milliseconds(5))
+        #expect(job.stack != nil)
+        #expect(job.waitedForALock, "\(job.stack ?? "")")
+    }
+
+    /// A task that sleeps with `Task.sleep` gives its thread back: the next job runs on time.
+    @Test func taskSleepIsNotBlocking() async throws {
+        let start = ContinuousClock.now
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(ContinuousClock.now - start >= .milliseconds(20))
+        let job = try #require(await Watchdog.measureCurrentJob {})
+        #expect(job.slept < .milliseconds(1))
+    }
+}
