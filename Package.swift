@@ -150,11 +150,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting"]),
+        .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting", "TestSupport"]),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
         .testTarget(
             name: "HanekeTests",
-            dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer"]
+            dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer", "TestSupport"]
         ),
         .testTarget(
             name: "HanekeToolTests",

@@ -172,7 +172,10 @@ public final class RedisTestServer: Sendable {
 
     /// Spawns a server on `port`, waits until it answers, and registers it to be killed at exit.
     private static func launch(_ executable: String, port: Int, directory: TemporaryDirectory, arguments: [String]) async throws -> pid_t {
-        let pid = try spawn(executable, port: port, directory: directory.path, arguments: arguments)
+        // posix_spawn sleeps until the child has replaced itself with redis-server: on the I/O
+        // executor, as every blocking call here.
+        let path = directory.path
+        let pid = try await IOExecutor.shared.run { try spawn(executable, port: port, directory: path, arguments: arguments) }
         try await waitUntilReady(port: port, pid: pid, log: directory.appending("redis.log"))
         register(pid)
         return pid
@@ -226,7 +229,7 @@ public final class RedisTestServer: Sendable {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 throw Failure(message: "redis-server exited at start on port \(port):\n" + text.split(separator: "\n").suffix(10).joined(separator: "\n"))
             }
-            if ping(port: port) { return }
+            if (try? await IOExecutor.shared.run { ping(port: port) }) == true { return }
             do {
                 try await Task.sleep(for: .milliseconds(5))
             } catch {
@@ -238,11 +241,13 @@ public final class RedisTestServer: Sendable {
         throw Failure(message: "redis-server on port \(port) did not answer PING within 10 seconds")
     }
 
-    /// Kills a server that never became ready, and reaps it.
+    /// Kills a server that never became ready, and reaps it on the I/O executor.
     private static func killUnready(_ pid: pid_t) {
         signalProcess(pid, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
+        IOExecutor.shared.submit {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        }
     }
 
     /// Whether a server on `port` answers `PING` (a blocking exchange on loopback, at most 1 s).

@@ -1,7 +1,9 @@
 public import Foundation
+import HanekeProtocols
 
 /// A new, empty directory under the system's temporary folder, removed with everything in it when
-/// the value is released: real files for tests, never shared between tests.
+/// the value is released (on ``IOExecutor/shared``, moments later): real files for tests, never
+/// shared between tests.
 ///
 /// ```swift
 /// let directory = try TemporaryDirectory()
@@ -30,7 +32,10 @@ public final class TemporaryDirectory: Sendable {
         path + "/" + name
     }
 
+    /// Removes the directory on the I/O executor: removing a tree is blocking work, and the last
+    /// reference is often released by an async test, on one of Swift's cooperative threads.
     deinit {
-        try? FileManager.default.removeItem(atPath: path)
+        let path = path
+        IOExecutor.shared.submit { try? FileManager.default.removeItem(atPath: path) }
     }
 }

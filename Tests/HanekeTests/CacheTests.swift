@@ -3,6 +3,7 @@ import Foundation
 @_spi(HanekeInternals) import HanekeProtocols
 import HanekeTesting
 import Testing
+import TestSupport
 
 @Suite(.timeLimit(.minutes(1)))
 struct CacheTests {
@@ -207,7 +208,7 @@ struct CacheTests {
 
     @Test func anUnusableFolderLeavesAMemoryOnlyCache() async throws {
         let file = directory.appending("a file")
-        _ = FileManager.default.createFile(atPath: file, contents: Data())
+        _ = try await offThePool { FileManager.default.createFile(atPath: file, contents: Data()) }
         let cache = Cache<String>(name: "x", directory: file)   // a file, not a folder
         try await cache.set("still works", forKey: "k")
         #expect(try await cache.fetch(key: "k") == "still works")

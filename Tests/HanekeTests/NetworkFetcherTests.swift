@@ -6,8 +6,9 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct NetworkFetcherTests {
-    /// 512 MiB of zeros as a gzip body of 3.4 MB, built once.
-    static let bomb = LoopbackHTTPServer.Response.gzipEncodedZeros(count: 512 << 20)
+    /// 512 MiB of zeros as a gzip body of 3.4 MB, built once by a task the tests await (a plain
+    /// `static let` would keep a second test's thread waiting while the first builds it).
+    static let bomb = Task { LoopbackHTTPServer.Response.gzipEncodedZeros(count: 512 << 20) }
 
     /// Routes: `/status/<code>` answers that status with a body, `/empty` an empty 200, `/short` a
     /// body shorter than its Content-Length, `/slow` never answers, `/bytes/<n>` n bytes, `/gzip/<n>`
@@ -33,7 +34,7 @@ struct NetworkFetcherTests {
                 try? await Task.sleep(for: .seconds(30))
                 return .init(status: 200, body: Data("late".utf8))
             case "/text": return .init(status: 200, body: Data("plain text".utf8))
-            case "/bomb": return bomb
+            case "/bomb": return await bomb.value
             case "/drip": return .init(body: Data(repeating: 0x61, count: 1000), dripInterval: .milliseconds(200))
             case "/announced-gigabyte":
                 return .init(body: Data(repeating: 0x61, count: 1000), announcedLength: 1 << 30, dripInterval: .seconds(1))
@@ -194,7 +195,7 @@ struct NetworkFetcherTests {
     /// below the bomb's size. (With the limit off, the same fetch raises it by about 460 MiB.)
     @Test(arguments: [8 << 20, 64 << 20])
     func aGzipBombFailsOnceItPassesTheLimit(limit: Int) async throws {
-        _ = Self.bomb   // built before the peak is measured
+        _ = await Self.bomb.value   // built before the peak is measured
         let before = peakMemory()
         try await withServer { server in
             let url = server.baseURL.appendingPathComponent("bomb")

@@ -35,7 +35,7 @@ struct CrashTests {
         for run in 0..<30 {
             // Each run numbers its writes above the previous runs', so a newer value never looks older.
             let first = String((run + 1) * 10_000_000)
-            let child = try ChildProcess.start(worker, ["write-forever", directory.path, first] + (mode == "compressed" ? ["compressed"] : []))
+            let child = try await ChildProcess.start(worker, ["write-forever", directory.path, first] + (mode == "compressed" ? ["compressed"] : []))
             // Let it write for a random while (5–80 ms), then kill it mid-flight.
             try await Task.sleep(for: .microseconds(5_000 + random.next() % 75_000))
             await child.kill()

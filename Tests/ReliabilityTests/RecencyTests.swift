@@ -39,7 +39,7 @@ struct RecencyTests {
 
     @Test func theOrderSurvivesSIGKILLOnceTheFlushIntervalHasPassed() async throws {
         let directory = try TemporaryDirectory(prefix: "killed")
-        let child = try ChildProcess.start(Self.worker, ["touch-and-wait", directory.path])
+        let child = try await ChildProcess.start(Self.worker, ["touch-and-wait", directory.path])
         let ready = try await child.readLine()
         #expect(ready == "ready")
         let start = ContinuousClock.now

@@ -4,9 +4,10 @@ public import Foundation
 /// Runs the package's own executables (`haneke`, `HanekeFaultWorker`) and a few system tools as
 /// child processes, the way a user or a crash would, for the tool and reliability tests.
 ///
-/// Nothing here blocks one of Swift's cooperative threads: a process's end is reported by its
-/// termination handler (no `waitUntilExit`), and its pipes are drained on threads of their own
-/// (``offThePool(_:)``), so a test that waits for a child lets every other test run.
+/// Nothing here blocks one of Swift's cooperative threads: a process is started and its pipes are
+/// drained on threads of their own (``offThePool(_:)``), and its end is reported by its
+/// termination handler (no `waitUntilExit`), so a test that waits for a child lets every other
+/// test run.
 public enum ChildProcess {
     /// What a finished child printed and how it ended.
     public struct Outcome: Sendable {
@@ -110,7 +111,7 @@ public enum ChildProcess {
         let child = Running(process: process, output: out)
         process.terminationHandler = { child.ended($0.terminationStatus) }
         do {
-            try process.run()
+            try await launch(process)
         } catch {
             try? out.fileHandleForWriting.close()
             try? err.fileHandleForWriting.close()
@@ -133,7 +134,7 @@ public enum ChildProcess {
     /// Starts `executable` for a child that is killed rather than left to finish. Its standard
     /// input is a pipe that stays open (a child that reads it waits until it is killed); its
     /// standard error is discarded.
-    public static func start(_ executable: String, _ arguments: [String]) throws -> Running {
+    public static func start(_ executable: String, _ arguments: [String]) async throws -> Running {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -143,7 +144,13 @@ public enum ChildProcess {
         process.standardError = FileHandle.nullDevice
         let child = Running(process: process, output: out)
         process.terminationHandler = { child.ended($0.terminationStatus) }
-        try process.run()
+        try await launch(process)
         return child
+    }
+
+    /// Starts a process on a thread of its own: `posix_spawn` sleeps until the child has replaced
+    /// itself with the executable, 5–30 ms on a busy machine.
+    private static func launch(_ process: Process) async throws {
+        try await offThePool { try process.run() }
     }
 }
