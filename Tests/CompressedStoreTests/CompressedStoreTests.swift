@@ -7,7 +7,7 @@ import MemoryStore
 import Testing
 import TestSupport
 
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(2)), .offThePool)
 struct CompressedStoreTests {
     static let frameOverhead = 7 + 8 + 4 + 4   // header with content size, end mark, content checksum
 

@@ -4,8 +4,9 @@ import FileStore
 import HanekeTesting
 import MemoryStore
 import Testing
+import TestSupport
 
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(2)), .offThePool)
 struct FileStoreTests {
     let directory: TemporaryDirectory
 

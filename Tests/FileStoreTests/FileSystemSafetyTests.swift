@@ -11,7 +11,7 @@ import Glibc
 
 /// A store touches only what it made: it refuses folders that are not its own, follows no link
 /// inside its folder, keeps its files private, and removes nothing whose name it did not make.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(2)), .offThePool)
 struct FileSystemSafetyTests {
     let directory: TemporaryDirectory
 

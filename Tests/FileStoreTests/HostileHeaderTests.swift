@@ -3,10 +3,11 @@ import Foundation
 import HanekeProtocols
 import HanekeTesting
 import Testing
+import TestSupport
 
 /// Files whose header is well formed (right magic, version and checksum) but lies about lengths:
 /// anyone can forge the checksum, so the store must not trust the lengths beyond the file's size.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .offThePool)
 struct HostileHeaderTests {
     let directory: TemporaryDirectory
 

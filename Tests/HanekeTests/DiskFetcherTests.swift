@@ -2,7 +2,9 @@ import Foundation
 import Haneke
 import HanekeTesting
 import Testing
+import TestSupport
 
+@Suite(.offThePool)
 struct DiskFetcherTests {
     @Test func aFileIsReadAndDecoded() async throws {
         let directory = try TemporaryDirectory()
@@ -82,7 +84,9 @@ struct DiskFetcherTests {
         #expect(error?.code == .valueTooLarge)
         #expect(error?.message.contains("\(2 << 30) bytes") == true)
         #expect(error?.message.contains("\(64 << 20) bytes") == true, "the default limit")
-        #expect(peakMemory() - before < 64 << 20, "the peak memory grew by \(peakMemory() - before) bytes")
+        // Reading the file would add 2 GiB; the margin leaves room for the tests running beside
+        // this one in the same process (the peak is the process's).
+        #expect(peakMemory() - before < 1 << 30, "the peak memory grew by \(peakMemory() - before) bytes")
     }
 
     /// `/dev/zero` has no size and no end: the read stops one byte past the limit.
