@@ -2,13 +2,14 @@
 #   make demo   installs what is missing, builds, and runs the main job
 #   make test   installs what is missing, builds (failing on any warning), and runs every test
 #               (the Redis tests against a private redis-server started for the run)
+#   make test-under-load   the same tests beside a CPU hog at 4x the cores
 
 SWIFT ?= swift
 SHELL := /bin/bash
 # Debian packages the build and the tests need (later modules add theirs here).
 DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config redis-server redis-tools
 
-.PHONY: all deps build test demo bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
+.PHONY: all deps build test test-under-load demo bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
@@ -20,9 +21,17 @@ build: deps
 
 # The tests run beside a private redis-server (scripts/with-redis passes its URL in
 # HANEKE_REDIS_URL); if it cannot start, the run fails rather than skipping the Redis tests.
+# scripts/run-tests runs the heavy suites in a second process, one test at a time; the blocking
+# watchdog fails either process if a job blocks one of Swift's cooperative threads.
 test: deps
 	scripts/build-without-warnings --build-tests
-	scripts/with-redis $(SWIFT) test --skip-build
+	SWIFT=$(SWIFT) scripts/with-redis scripts/run-tests
+
+# The same tests beside a CPU hog that keeps the load average at 4x the cores (scripts/under-load);
+# it prints the load average it saw and the suite's wall time.
+test-under-load: deps
+	scripts/build-without-warnings --build-tests
+	SWIFT=$(SWIFT) scripts/under-load scripts/with-redis scripts/run-tests
 
 demo: deps
 	$(SWIFT) run -c release haneke demo
