@@ -17,8 +17,9 @@
 //
 // - a blocking wait (a timer, a process, a pipe or socket, a semaphore, fsync…): the job is an
 //   offender when it slept longer than the limit (HANEKE_WATCHDOG_LIMIT_MS, 5 ms unless set);
-// - a short wait (a mutex, or one file-system call on names such as mkdir or unlink, which waits
-//   for a kernel lock on a directory): an offender past the short-wait limit
+// - a short wait (a mutex, one file-system call on names such as mkdir or unlink, which waits
+//   for a kernel lock on a directory, or the allocator mapping memory, which waits for the
+//   process's memory-map lock): an offender past the short-wait limit
 //   (HANEKE_WATCHDOG_LOCK_LIMIT_MS, 50 ms). On a busy machine the holder of a short critical
 //   section can wait a few time slices for a CPU; a lock held across I/O still shows up;
 // - the test framework's own console lock: counted, never an offender.
@@ -278,9 +279,10 @@ typedef enum {
     /// Anything that can take as long as the world makes it: a timer, a process, a pipe, a
     /// socket, a semaphore or condition, a disk flush, another thread's one-time initialization.
     waitBlocking = 0,
-    /// A short critical section behind someone else: a mutex, or one file-system call on names
-    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory. On a busy machine the
-    /// holder may itself wait a few time slices for a CPU.
+    /// A short critical section behind someone else: a mutex, one file-system call on names
+    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory, or the allocator
+    /// waiting for the memory-map lock. On a busy machine the holder may itself wait a few time
+    /// slices for a CPU.
     waitShort = 1,
     /// The test framework's own bookkeeping (its console lock): not this package's to fix.
     waitFramework = 2,
@@ -325,6 +327,11 @@ static Wait classify(const Stack *stack) {
                                                 "open", "open64", "openat", "openat64", "__open64_nocancel",
                                                 "__openat64_nocancel", "close", "__close_nocancel", "symlink",
                                                 "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat"};
+    // The allocator growing or trimming the heap, and copies that fault a page in: they wait for
+    // the process's memory-map lock while another thread maps or unmaps.
+    static const char *const memoryFunctions[] = {"mmap", "mmap64", "__mmap", "munmap", "__munmap", "mprotect",
+                                                  "__mprotect", "madvise", "__madvise", "brk", "__brk", "sbrk",
+                                                  "__sbrk", "__memcpy", "__memmove", "__memset"};
     Wait wait = waitBlocking;
     int decided = 0;
     // Frames above the handler and the trampoline: the first named one says what the thread waits
@@ -336,7 +343,8 @@ static Wait classify(const Stack *stack) {
         if (!decided && info.dli_sname) {
             const char *name = info.dli_sname;
             if (isNamed(name, lockFunctions, sizeof lockFunctions / sizeof *lockFunctions)
-                || (inLibc && isNamed(name, nameFunctions, sizeof nameFunctions / sizeof *nameFunctions))) {
+                || (inLibc && isNamed(name, nameFunctions, sizeof nameFunctions / sizeof *nameFunctions))
+                || (inLibc && isNamed(name, memoryFunctions, sizeof memoryFunctions / sizeof *memoryFunctions))) {
                 wait = waitShort;
                 decided = 1;
             } else if (strncmp(name, "futex", 5) != 0 && strncmp(name, "__futex", 7) != 0) {
@@ -557,7 +565,7 @@ static void report(void) {
     pthread_mutex_lock(&recordLock);
     fprintf(stderr,
             "blocking watchdog: %llu jobs ran on %d threads; the longest sleep inside a job was %.1f ms (limit %.0f ms); "
-            "%llu jobs waited longer for a lock or a file name, the longest %.1f ms (limit %.0f ms); %llu waited for "
+            "%llu jobs waited longer for a lock, a file name or memory, the longest %.1f ms (limit %.0f ms); %llu waited for "
             "the test framework\n",
             (unsigned long long)atomic_load(&jobsRun), workerCount, atomic_load(&longestSleep) / 1e6,
             limitNanoseconds / 1e6, (unsigned long long)shortWaitsOverLimit, longestShortWait / 1e6,
@@ -572,7 +580,7 @@ static void report(void) {
         fprintf(stderr, "  a job slept %.1f ms (wall %.1f ms, on a CPU %.1f ms)%s\n", job->slept_nanoseconds / 1e6,
                 job->wall_nanoseconds / 1e6, job->cpu_nanoseconds / 1e6,
                 !job->stack_taken ? " (its stack was not caught)"
-                : offenders[index].wait == waitShort ? ", waiting for a lock or a file name in:" : ", asleep in:");
+                : offenders[index].wait == waitShort ? ", waiting for a lock, a file name or memory in:" : ", asleep in:");
         if (job->stack_taken) {
             static char stack[stackTextCapacity];
             describeStack(&offenders[index], stack, sizeof stack);
