@@ -85,12 +85,20 @@ public final class LoopbackHTTPServer: Sendable {
         self.byPath = Mutex([:])
     }
 
+    /// NIO's shared event loop group, reached from a Dispatch thread: its first use starts one
+    /// thread per core and waits until each runs, which must not happen on a cooperative thread.
+    private static func eventLoopGroup() async -> MultiThreadedEventLoopGroup {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
+        }
+    }
+
     /// Starts a server whose responses come from `handler`.
     /// - Parameter handler: Answers each request.
     /// - Returns: The running server.
     /// - Throws: NIO's error when the socket cannot be bound.
     public static func start(handler: @escaping @Sendable (Request) async -> Response) async throws -> LoopbackHTTPServer {
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let server = try await ServerBootstrap(group: eventLoopGroup())
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: "127.0.0.1", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {

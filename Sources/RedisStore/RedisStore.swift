@@ -2,7 +2,6 @@ public import Foundation
 @_spi(HanekeInternals) public import HanekeProtocols
 public import Logging
 import NIOCore
-import NIOPosix
 
 /// A store of bytes on a Redis server: the shared tier of a fleet of machines, each keeping its own
 /// memory and disk tiers in front of it.
@@ -81,7 +80,6 @@ public final class RedisStore: Store {
                 minimum: Self.timeAmount(configuration.minimumReconnectDelay),
                 maximum: Self.timeAmount(max(configuration.minimumReconnectDelay, configuration.maximumReconnectDelay))
             ),
-            group: MultiThreadedEventLoopGroup.singleton,
             logger: logger
         )
         prefix = ByteBuffer(string: configuration.keyPrefix)

@@ -1,6 +1,8 @@
 @_spi(HanekeInternals) import HanekeProtocols
 import Logging
 import NIOCore
+import NIOPosix
+import Synchronization
 
 /// A fixed number of connections to one Redis server, opened on demand and reopened on demand.
 ///
@@ -12,7 +14,6 @@ import NIOCore
 /// timeout, a malformed reply) returns its slot to idle, and the next command reconnects it.
 final class RedisConnectionPool: Sendable {
     let endpoint: RedisEndpoint
-    private let group: any EventLoopGroup
     private let backoff: ReconnectBackoff
     private let logger: Logger
     private let state: Locked<State>
@@ -52,9 +53,8 @@ final class RedisConnectionPool: Sendable {
         var failures: Int
     }
 
-    init(endpoint: RedisEndpoint, size: Int, backoff: ReconnectBackoff, group: any EventLoopGroup, logger: Logger) {
+    init(endpoint: RedisEndpoint, size: Int, backoff: ReconnectBackoff, logger: Logger) {
         self.endpoint = endpoint
-        self.group = group
         self.backoff = backoff
         self.logger = logger
         self.state = Locked(State(slots: Array(repeating: .idle, count: max(1, size))))
@@ -144,6 +144,7 @@ final class RedisConnectionPool: Sendable {
     /// out its backoff (or retries — a retry may take the whole connect timeout when the server
     /// is unreachable, and only the command that started it waits for it).
     private func connection() async throws -> RedisConnection {
+        let group = try await Self.eventLoopGroup()
         let now = NIODeadline.now()
         let action = state.withLock { state -> Action in
             guard !state.isShutDown else { return .fail(.shutDown) }
@@ -199,16 +200,31 @@ final class RedisConnectionPool: Sendable {
         }
         switch action {
         case .use(let connection, let attempt):
-            if let attempt { start(attempt) }
+            if let attempt { start(attempt, on: group) }
             return connection
         case .wait(let future):
             return try await Self.value(of: future)
         case .fail(let error):
             throw error
         case .connect(let attempt):
-            start(attempt)
+            start(attempt, on: group)
             return try await Self.value(of: attempt.promise.futureResult)
         }
+    }
+
+    /// Whether NIO's shared event loop group has started.
+    private static let groupStarted = Atomic<Bool>(false)
+
+    /// NIO's shared event loop group, which every pool connects on. Its first use starts one
+    /// thread per core and waits until each runs — milliseconds on a busy machine — so the first
+    /// pool to need it starts it on the I/O executor rather than on a cooperative thread.
+    private static func eventLoopGroup() async throws -> any EventLoopGroup {
+        guard groupStarted.load(ordering: .acquiring) else {
+            let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
+            groupStarted.store(true, ordering: .releasing)
+            return group
+        }
+        return MultiThreadedEventLoopGroup.singleton
     }
 
     /// Marks `slot` as connecting and returns the attempt to start once the lock is released.
@@ -220,9 +236,8 @@ final class RedisConnectionPool: Sendable {
         return Attempt(promise: promise, slot: slot, id: id, failures: failures)
     }
 
-    private func start(_ attempt: Attempt) {
+    private func start(_ attempt: Attempt, on group: any EventLoopGroup) {
         let endpoint = endpoint
-        let group = group
         attempt.promise.completeWith(RedisConnection.connect(to: endpoint, id: attempt.id, group: group))
         attempt.promise.futureResult.whenComplete { result in
             self.finishConnecting(slot: attempt.slot, id: attempt.id, failures: attempt.failures, result: result)

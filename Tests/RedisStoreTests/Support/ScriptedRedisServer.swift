@@ -39,7 +39,9 @@ final class ScriptedRedisServer: Sendable {
 
     /// Starts a server that answers each command (an array of bulk strings) with `answer`.
     static func start(answer: @escaping @Sendable (_ name: String, _ arguments: [String]) -> Answer) async throws -> ScriptedRedisServer {
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        // NIO's shared group starts its threads on first use and waits for them: off the pool.
+        let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
+        let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: "127.0.0.1", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
