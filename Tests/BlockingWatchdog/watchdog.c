@@ -12,17 +12,21 @@
 // Time on a CPU comes from CLOCK_THREAD_CPUTIME_ID and time waiting for a CPU from the kernel's
 // run-queue delay in /proc/thread-self/schedstat, so neither computing nor being preempted on a
 // loaded machine counts as sleeping: only a thread that gave its CPU away inside a job does. A
-// sampler thread takes the stack of every job it finds asleep after its first millisecond, and
-// the stack says what the job waited for:
+// sampler thread takes the stack of every job it finds asleep after its first millisecond (with a
+// signal, which wakes the thread: the wait for a CPU that the signal causes is counted as sleep),
+// and the stack says what the job waited for:
 //
 // - a blocking wait (a timer, a process, a pipe or socket, a semaphore, fsync…): the job is an
 //   offender when it slept longer than the limit (HANEKE_WATCHDOG_LIMIT_MS, 5 ms unless set);
-// - a short wait (a mutex, one file-system call on names such as mkdir or unlink, which waits
-//   for a kernel lock on a directory, or the allocator mapping memory, which waits for the
-//   process's memory-map lock): an offender past the short-wait limit
-//   (HANEKE_WATCHDOG_LOCK_LIMIT_MS, 50 ms). On a busy machine the holder of a short critical
-//   section can wait a few time slices for a CPU; a lock held across I/O still shows up;
-// - the test framework's own console lock: counted, never an offender.
+// - a short wait (a mutex, or one file-system call on names such as mkdir or unlink, which waits
+//   for a kernel lock on a directory): an offender past the short-wait limit
+//   (HANEKE_WATCHDOG_LOCK_LIMIT_MS, 50 ms), times the load: on a busy machine the holder of a
+//   short critical section waits for a CPU in proportion to the threads runnable per CPU (read
+//   from /proc/loadavg every 100 ms; the busiest of the last second counts). A lock held across
+//   I/O still shows up, and on an idle machine at 50 ms;
+// - the allocator (an arena lock, or the memory-map lock while it maps or unmaps), whose waits
+//   are the machine's load and never I/O, and the test framework's own console lock: counted,
+//   never an offender.
 //
 // When the process exits the watchdog prints every offender's stack and makes the exit status 1,
 // so the test run fails.
@@ -77,6 +81,11 @@ static int watching;
 static int workerCount;
 static uint64_t limitNanoseconds = 5 * 1000000ull;
 static uint64_t lockLimitNanoseconds = 50 * 1000000ull;
+/// How many times the CPUs the busiest recent moment had runnable threads for (at least 1), in
+/// thousandths: a short wait is judged against the short-wait limit times this, since a holder
+/// preempted on a busy machine waits for a CPU in proportion.
+static _Atomic uint64_t loadFactorThousandths = 1000;
+static _Atomic uint64_t largestLoadFactorThousandths = 1000;
 static JobRun *runJob;
 static Demangle *demangle;
 static _Atomic uint64_t jobsRun;
@@ -101,6 +110,7 @@ typedef struct {
     pid_t tid;
     int schedstat;   // /proc/thread-self/schedstat, read by the worker itself
     int stat;        // /proc/self/task/<tid>/stat, read by the sampler
+    int samplerSchedstat;   // /proc/self/task/<tid>/schedstat, read by the sampler
     _Atomic uint64_t sequence;    // the job running now (or last), counted from 1
     _Atomic uint64_t startedAt;   // when that job started; 0 between jobs
     uint64_t lastSignalAt;        // the sampler's own
@@ -110,6 +120,13 @@ typedef struct {
     Stack stacks[stacksPerJob];
     volatile sig_atomic_t stackCount;
     volatile uint64_t stacksSequence;
+    // The sampler's signal wakes a sleeping thread, which then waits for a CPU before its handler
+    // runs: time it would have slept, turned into run-queue delay by the watchdog itself. The
+    // sampler notes the thread's run-queue delay as it signals (for job `signalSequence`), the
+    // handler adds what accrued since to `inducedDelay`, and the job counts it as sleep.
+    _Atomic uint64_t signalSequence;
+    _Atomic uint64_t runDelayAtSignal;
+    _Atomic uint64_t inducedDelay;
 } Worker;
 
 static Worker workers[maximumWorkers];
@@ -263,10 +280,11 @@ static SWIFTCC void deadlineHook(long long sec, long long nsec, long long tsec, 
 
 // MARK: - Measuring a job
 
-/// The time this thread has waited for a CPU (the second field of its schedstat).
-static uint64_t runQueueDelay(Worker *worker) {
+/// The time a thread has waited for a CPU (the second field of its schedstat file `descriptor`).
+/// Async-signal-safe.
+static uint64_t runQueueDelayIn(int descriptor) {
     char text[128];
-    ssize_t length = pread(worker->schedstat, text, sizeof text - 1, 0);
+    ssize_t length = pread(descriptor, text, sizeof text - 1, 0);
     if (length <= 0) return 0;
     text[length] = 0;
     char *end;
@@ -274,18 +292,26 @@ static uint64_t runQueueDelay(Worker *worker) {
     return strtoull(end, NULL, 10);
 }
 
+/// The time this worker's thread has waited for a CPU.
+static uint64_t runQueueDelay(Worker *worker) {
+    return runQueueDelayIn(worker->schedstat);
+}
+
 /// What a thread caught asleep was waiting for.
 typedef enum {
     /// Anything that can take as long as the world makes it: a timer, a process, a pipe, a
     /// socket, a semaphore or condition, a disk flush, another thread's one-time initialization.
     waitBlocking = 0,
-    /// A short critical section behind someone else: a mutex, one file-system call on names
-    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory, or the allocator
-    /// waiting for the memory-map lock. On a busy machine the holder may itself wait a few time
-    /// slices for a CPU.
+    /// A short critical section behind someone else: a mutex, or one file-system call on names
+    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory. On a busy machine the
+    /// holder may itself wait a few time slices for a CPU.
     waitShort = 1,
+    /// The allocator: an arena lock (malloc never holds one across I/O) or the process's
+    /// memory-map lock while it maps or unmaps. How long it takes is the machine's load, not a
+    /// blocking call: counted, never an offender.
+    waitMemory = 2,
     /// The test framework's own bookkeeping (its console lock): not this package's to fix.
-    waitFramework = 2,
+    waitFramework = 3,
 } Wait;
 
 typedef struct {
@@ -302,6 +328,8 @@ static Kept offenders[offenderCapacity];
 static size_t offenderCount;
 static uint64_t shortWaitsOverLimit;
 static uint64_t longestShortWait;
+static uint64_t memoryWaitsOverLimit;
+static uint64_t longestMemoryWait;
 static uint64_t frameworkWaitsOverLimit;
 
 static int endsWith(const char *text, const char *suffix) {
@@ -327,15 +355,20 @@ static Wait classify(const Stack *stack) {
                                                 "open", "open64", "openat", "openat64", "__open64_nocancel",
                                                 "__openat64_nocancel", "close", "__close_nocancel", "symlink",
                                                 "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat"};
-    // The allocator growing or trimming the heap, and copies that fault a page in: they wait for
-    // the process's memory-map lock while another thread maps or unmaps.
-    static const char *const memoryFunctions[] = {"mmap", "mmap64", "__mmap", "munmap", "__munmap", "mprotect",
-                                                  "__mprotect", "madvise", "__madvise", "brk", "__brk", "sbrk",
-                                                  "__sbrk", "__memcpy", "__memmove", "__memset"};
+    // Copies that fault a page in wait for the process's memory-map lock while another thread
+    // maps or unmaps (or for the disk, when the page is a mapped file's).
+    static const char *const faultFunctions[] = {"__memcpy", "__memmove", "__memset"};
+    // The allocator, and the calls by which it grows or trims the heap.
+    static const char *const memoryFunctions[] = {"malloc", "free", "calloc", "realloc", "__libc_malloc", "__libc_free",
+                                                  "__libc_calloc", "__libc_realloc", "posix_memalign", "__posix_memalign",
+                                                  "aligned_alloc", "memalign", "__libc_memalign", "mmap", "mmap64", "__mmap",
+                                                  "munmap", "__munmap", "mprotect", "__mprotect", "madvise", "__madvise",
+                                                  "brk", "__brk", "sbrk", "__sbrk"};
     Wait wait = waitBlocking;
     int decided = 0;
     // Frames above the handler and the trampoline: the first named one says what the thread waits
-    // in; the first outside libc says who asked.
+    // in; one of the allocator's among those in libc, that it waits for memory; the first outside
+    // libc says who asked.
     for (int index = 2; index < stack->count; index += 1) {
         Dl_info info;
         if (!dladdr(stack->frames[index], &info) || !info.dli_fname) continue;
@@ -344,12 +377,15 @@ static Wait classify(const Stack *stack) {
             const char *name = info.dli_sname;
             if (isNamed(name, lockFunctions, sizeof lockFunctions / sizeof *lockFunctions)
                 || (inLibc && isNamed(name, nameFunctions, sizeof nameFunctions / sizeof *nameFunctions))
-                || (inLibc && isNamed(name, memoryFunctions, sizeof memoryFunctions / sizeof *memoryFunctions))) {
+                || (inLibc && isNamed(name, faultFunctions, sizeof faultFunctions / sizeof *faultFunctions))) {
                 wait = waitShort;
                 decided = 1;
             } else if (strncmp(name, "futex", 5) != 0 && strncmp(name, "__futex", 7) != 0) {
                 decided = 1;
             }
+        }
+        if (inLibc && info.dli_sname && isNamed(info.dli_sname, memoryFunctions, sizeof memoryFunctions / sizeof *memoryFunctions)) {
+            wait = waitMemory;
         }
         if (!inLibc) return endsWith(info.dli_fname, "/libTesting.so") ? waitFramework : wait;
     }
@@ -373,8 +409,9 @@ static void record(Worker *worker, uint64_t sequence, uint64_t slept, uint64_t w
     if (caught == 0) entry.wait = waitShort;
     entry.measured.stack_taken = caught > 0;
     entry.measured.waited_for_a_lock = caught > 0 && entry.wait == waitShort;
+    uint64_t shortLimit = lockLimitNanoseconds / 1000 * atomic_load(&loadFactorThousandths);
     int offends = (entry.wait == waitBlocking && slept > limitNanoseconds)
-                  || (entry.wait == waitShort && slept > lockLimitNanoseconds);
+                  || (entry.wait == waitShort && slept > shortLimit);
     pthread_mutex_lock(&recordLock);
     if (entry.tag != 0) {
         kept[keptCount % keptCapacity] = entry;
@@ -387,6 +424,9 @@ static void record(Worker *worker, uint64_t sequence, uint64_t slept, uint64_t w
     } else if (entry.wait == waitShort) {
         shortWaitsOverLimit += 1;
         if (slept > longestShortWait) longestShortWait = slept;
+    } else if (entry.wait == waitMemory) {
+        memoryWaitsOverLimit += 1;
+        if (slept > longestMemoryWait) longestMemoryWait = slept;
     } else {
         frameworkWaitsOverLimit += 1;
     }
@@ -464,6 +504,7 @@ static void describeStack(const Kept *entry, char *text, size_t capacity) {
 static void runMeasured(Worker *worker, SwiftJob *job) {
     uint64_t sequence = atomic_fetch_add(&worker->sequence, 1) + 1;
     worker->tag = 0;
+    atomic_store(&worker->inducedDelay, 0);
     uint64_t waitedBefore = runQueueDelay(worker);
     uint64_t cpuBefore = now(CLOCK_THREAD_CPUTIME_ID);
     uint64_t start = now(CLOCK_MONOTONIC);
@@ -475,6 +516,8 @@ static void runMeasured(Worker *worker, SwiftJob *job) {
     atomic_store(&worker->startedAt, 0);
     uint64_t cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpuBefore;
     uint64_t waited = runQueueDelay(worker) - waitedBefore;
+    uint64_t induced = atomic_load(&worker->inducedDelay);
+    waited = waited > induced ? waited - induced : 0;
     uint64_t wall = end - start;
     uint64_t slept = wall > cpu + waited ? wall - cpu - waited : 0;
 
@@ -499,6 +542,8 @@ static void *runWorker(void *argument) {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)worker->tid);
     worker->stat = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)worker->tid);
+    worker->samplerSchedstat = open(path, O_RDONLY | O_CLOEXEC);
     for (;;) runMeasured(worker, dequeueReady());
     return NULL;
 }
@@ -511,6 +556,10 @@ static void takeStack(int signal) {
     Worker *worker = currentWorker;
     if (worker) {
         uint64_t sequence = atomic_load(&worker->sequence);
+        if (atomic_exchange(&worker->signalSequence, 0) == sequence) {
+            uint64_t delay = runQueueDelay(worker), atSignal = atomic_load(&worker->runDelayAtSignal);
+            if (delay > atSignal) atomic_fetch_add(&worker->inducedDelay, delay - atSignal);
+        }
         if (worker->stacksSequence != sequence) {
             worker->stackCount = 0;
             worker->stacksSequence = sequence;
@@ -534,22 +583,62 @@ static char threadState(Worker *worker) {
     return close && close[1] == ' ' ? close[2] : '?';
 }
 
+/// Notes how many threads are runnable now (from /proc/loadavg, less the sampler itself) in
+/// `recent[slot]`, and sets the load factor from the largest of the last second's notes.
+static void noteLoad(int loadavg, uint64_t recent[10], uint64_t slot) {
+    char text[128];
+    ssize_t length = loadavg >= 0 ? pread(loadavg, text, sizeof text - 1, 0) : -1;
+    if (length <= 0) return;
+    text[length] = 0;
+    // "0.52 0.58 0.59 3/612 12345": the fourth field is runnable/all.
+    char *field = text;
+    for (int skip = 0; skip < 3 && field; skip += 1) {
+        field = strchr(field, ' ');
+        if (field) field += 1;
+    }
+    if (!field) return;
+    uint64_t runnable = strtoull(field, NULL, 10);
+    recent[slot] = runnable > 0 ? runnable - 1 : 0;
+    uint64_t busiest = 0;
+    for (int index = 0; index < 10; index += 1) busiest = recent[index] > busiest ? recent[index] : busiest;
+    uint64_t factor = busiest * 1000 / (uint64_t)(workerCount > 0 ? workerCount : 1);
+    atomic_store(&loadFactorThousandths, factor > 1000 ? factor : 1000);
+    if (factor > atomic_load(&largestLoadFactorThousandths)) atomic_store(&largestLoadFactorThousandths, factor);
+}
+
 /// Every millisecond, looks at the threads that have been in one job for more than a millisecond,
 /// and takes the stack of each that is asleep (at most every 2 ms, at most 4 per job).
+///
+/// The sampler runs at a real-time priority when the system allows it, so that no busy thread
+/// comes between its look at a worker and its signal: a worker that woke in between would have
+/// its wait for a CPU counted as induced (see `inducedDelay`).
 static void *runSampler(void *unused) {
     (void)unused;
-    for (;;) {
+    struct sched_param priority = {.sched_priority = 1};
+    pthread_setschedparam(pthread_self(), SCHED_FIFO, &priority);
+    int loadavg = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    uint64_t recentLoad[10] = {0};
+    for (uint64_t round = 0;; round += 1) {
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
+        if (round % 100 == 0) noteLoad(loadavg, recentLoad, (round / 100) % 10);
         uint64_t current = now(CLOCK_MONOTONIC);
         for (int index = 0; index < workerCount; index += 1) {
             Worker *worker = &workers[index];
             uint64_t started = atomic_load(&worker->startedAt);
             if (started == 0 || current - started < 1000000 || current - worker->lastSignalAt < 2000000) continue;
             if (worker->stacksSequence == atomic_load(&worker->sequence) && worker->stackCount >= stacksPerJob) continue;
+            uint64_t delay = runQueueDelayIn(worker->samplerSchedstat);
+            uint64_t sequence = atomic_load(&worker->sequence);
             char state = threadState(worker);
             if (state != 'S' && state != 'D') continue;
             worker->lastSignalAt = current;
+            // Only an interruptible sleep (S) is cut short by the signal; a thread in D wakes
+            // when its call ends, and its wait for a CPU then is its own.
+            if (state == 'S') {
+                atomic_store(&worker->runDelayAtSignal, delay);
+                atomic_store(&worker->signalSequence, sequence);
+            }
             pthread_kill(worker->thread, stackSignal);
         }
     }
@@ -565,11 +654,13 @@ static void report(void) {
     pthread_mutex_lock(&recordLock);
     fprintf(stderr,
             "blocking watchdog: %llu jobs ran on %d threads; the longest sleep inside a job was %.1f ms (limit %.0f ms); "
-            "%llu jobs waited longer for a lock, a file name or memory, the longest %.1f ms (limit %.0f ms); %llu waited for "
-            "the test framework\n",
+            "%llu jobs waited longer for a lock or a file name, the longest %.1f ms (limit %.0f ms, times the load: up to "
+            "x%.1f); %llu for the allocator, the longest %.1f ms; %llu for the test framework\n",
             (unsigned long long)atomic_load(&jobsRun), workerCount, atomic_load(&longestSleep) / 1e6,
             limitNanoseconds / 1e6, (unsigned long long)shortWaitsOverLimit, longestShortWait / 1e6,
-            lockLimitNanoseconds / 1e6, (unsigned long long)frameworkWaitsOverLimit);
+            lockLimitNanoseconds / 1e6, atomic_load(&largestLoadFactorThousandths) / 1000.0, (unsigned long long)memoryWaitsOverLimit,
+            longestMemoryWait / 1e6,
+            (unsigned long long)frameworkWaitsOverLimit);
     if (total == 0) {
         pthread_mutex_unlock(&recordLock);
         return;
@@ -580,7 +671,7 @@ static void report(void) {
         fprintf(stderr, "  a job slept %.1f ms (wall %.1f ms, on a CPU %.1f ms)%s\n", job->slept_nanoseconds / 1e6,
                 job->wall_nanoseconds / 1e6, job->cpu_nanoseconds / 1e6,
                 !job->stack_taken ? " (its stack was not caught)"
-                : offenders[index].wait == waitShort ? ", waiting for a lock, a file name or memory in:" : ", asleep in:");
+                : offenders[index].wait == waitShort ? ", waiting for a lock or a file name in:" : ", asleep in:");
         if (job->stack_taken) {
             static char stack[stackTextCapacity];
             describeStack(&offenders[index], stack, sizeof stack);

@@ -18,9 +18,12 @@ struct WatchdogTests {
     @Test func aSleepIsCaughtWithItsStack() async throws {
         let job = try #require(
             await Watchdog.measureCurrentJob {
-                // The watchdog's signal cuts a sleep short (EINTR), as it would a blocked poll.
-                let end = ContinuousClock.now + .milliseconds(50)
-                while ContinuousClock.now < end { usleep(1_000) }
+                // The watchdog's signal cuts the sleep short (EINTR), as it would a blocked poll;
+                // it goes on for what remains, so the thread sleeps 50 ms in all, however long it
+                // then waits for a CPU on a busy machine.
+                var request = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+                var remaining = timespec()
+                while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
             }
         )
         #expect(job.slept >= .milliseconds(40))
@@ -35,7 +38,8 @@ struct WatchdogTests {
         let semaphore = DispatchSemaphore(value: 0)
         let job = try #require(
             await Watchdog.measureCurrentJob {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(30)) { semaphore.signal() }
+                // 60 ms, of which a busy machine may take some before the job reaches its wait.
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(60)) { semaphore.signal() }
                 semaphore.wait()
             }
         )
