@@ -16,6 +16,9 @@ enum FileStoreBenchmarks {
         }
         rows += descriptorRelativeCalls(count: scale.pick(2_000, smoke: 20), scale: scale)
         rows.append(try await asyncHandOff(count: scale.pick(4_000, smoke: 50), scale: scale))
+        for inFlight in [1, 16] {
+            rows.append(try await executorHop(count: scale.pick(20_000, smoke: 100), inFlight: inFlight, scale: scale))
+        }
         rows.append(try durableWrites(count: scale.pick(60, smoke: 5), scale: scale))
         for entries in scale.smoke ? [1_000] : [1_000, 10_000, 100_000] {
             rows.append(try openStore(entries: entries, scale: scale))
@@ -182,6 +185,44 @@ enum FileStoreBenchmarks {
             baseline: Figure(label: "synchronous", value: result.baseline, unit: "ops/s"),
             ratio: result.subject / result.baseline, goal: "report", met: nil,
             note: String(format: "the hop to the I/O queue and back costs %.1f µs per call", costMicroseconds)
+        )
+    }
+
+    /// The hop itself: an awaited job on `IOExecutor.shared` (fixed width, 4 × the cores) against
+    /// the hop the stores made before it, an awaited job on Dispatch's global queue (which starts a
+    /// thread whenever its workers block). Each job reads 64 bytes of `/dev/zero`, one system call;
+    /// `inFlight` tasks hop at once.
+    static func executorHop(count: Int, inFlight: Int, scale: Scale) async throws -> Row {
+        let zero = open("/dev/zero", O_RDONLY | O_CLOEXEC)
+        defer { close(zero) }
+        @Sendable func job() -> Int {
+            var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            return withUnsafeMutableBytes(of: &bytes) { read(zero, $0.baseAddress, 64) }
+        }
+        func hops(_ hop: @escaping @Sendable () async throws -> Int) async throws -> Double {
+            try await Measure.seconds {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<inFlight {
+                        group.addTask { for _ in 0..<(count / inFlight) { _ = try await hop() } }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+        let result = try await Measure.interleaved(rounds: scale.rounds) {
+            Double(count) / (try await hops { try await IOExecutor.shared.run(job) })
+        } baseline: {
+            Double(count) / (try await hops {
+                await withCheckedContinuation { continuation in DispatchQueue.global().async { continuation.resume(returning: job()) } }
+            })
+        }
+        let costMicroseconds = (1 / result.subject - 1 / result.baseline) * 1e6
+        return Row(
+            workload: "2", name: "I/O hop", variant: "\(inFlight) in flight",
+            subject: Figure(label: "IOExecutor.shared", value: result.subject, unit: "ops/s"),
+            baseline: Figure(label: "DispatchQueue.global()", value: result.baseline, unit: "ops/s"),
+            ratio: result.subject / result.baseline, goal: "report", met: nil,
+            note: String(format: "the fixed-width executor costs %+.2f µs per hop against the global queue", costMicroseconds)
         )
     }
 
