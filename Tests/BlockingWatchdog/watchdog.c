@@ -89,7 +89,8 @@ static _Atomic uint64_t largestLoadFactorThousandths = 1000;
 static JobRun *runJob;
 static Demangle *demangle;
 static _Atomic uint64_t jobsRun;
-static _Atomic uint64_t longestSleep;
+/// The longest sleep in a blocking call among the jobs the sampler caught (under recordLock).
+static uint64_t longestBlockingSleep;
 static _Atomic uint64_t offenderTotal;
 
 static uint64_t now(clockid_t clock) {
@@ -413,14 +414,15 @@ static void record(Worker *worker, uint64_t sequence, uint64_t slept, uint64_t w
     int offends = (entry.wait == waitBlocking && slept > limitNanoseconds)
                   || (entry.wait == waitShort && slept > shortLimit);
     pthread_mutex_lock(&recordLock);
+    if (entry.tag == 0 && entry.wait == waitBlocking && slept > longestBlockingSleep) longestBlockingSleep = slept;
     if (entry.tag != 0) {
         kept[keptCount % keptCapacity] = entry;
         keptCount += 1;
     } else if (offends) {
         atomic_fetch_add(&offenderTotal, 1);
-        uint64_t longest = atomic_load(&longestSleep);
-        while (slept > longest && !atomic_compare_exchange_weak(&longestSleep, &longest, slept)) {}
         if (offenderCount < offenderCapacity) offenders[offenderCount++] = entry;
+    } else if (slept <= limitNanoseconds) {
+        // Shorter than every limit: only the longest blocking sleep is kept (above).
     } else if (entry.wait == waitShort) {
         shortWaitsOverLimit += 1;
         if (slept > longestShortWait) longestShortWait = slept;
@@ -522,16 +524,9 @@ static void runMeasured(Worker *worker, SwiftJob *job) {
     uint64_t slept = wall > cpu + waited ? wall - cpu - waited : 0;
 
     atomic_fetch_add_explicit(&jobsRun, 1, memory_order_relaxed);
-    if (worker->tag != 0) {
-        record(worker, sequence, slept, wall, cpu);
-        return;
-    }
-    if (slept <= limitNanoseconds) {
-        uint64_t longest = atomic_load_explicit(&longestSleep, memory_order_relaxed);
-        while (slept > longest && !atomic_compare_exchange_weak(&longestSleep, &longest, slept)) {}
-        return;
-    }
-    record(worker, sequence, slept, wall, cpu);
+    // The sampler looks at a job after its first millisecond: a shorter sleep has no stack to
+    // judge, and is shorter than every limit.
+    if (worker->tag != 0 || slept > 1000000) record(worker, sequence, slept, wall, cpu);
 }
 
 static void *runWorker(void *argument) {
@@ -653,10 +648,10 @@ static void report(void) {
     fflush(stdout);
     pthread_mutex_lock(&recordLock);
     fprintf(stderr,
-            "blocking watchdog: %llu jobs ran on %d threads; the longest sleep inside a job was %.1f ms (limit %.0f ms); "
+            "blocking watchdog: %llu jobs ran on %d threads; the longest sleep in a blocking call was %.1f ms (limit %.0f ms); "
             "%llu jobs waited longer for a lock or a file name, the longest %.1f ms (limit %.0f ms, times the load: up to "
             "x%.1f); %llu for the allocator, the longest %.1f ms; %llu for the test framework\n",
-            (unsigned long long)atomic_load(&jobsRun), workerCount, atomic_load(&longestSleep) / 1e6,
+            (unsigned long long)atomic_load(&jobsRun), workerCount, longestBlockingSleep / 1e6,
             limitNanoseconds / 1e6, (unsigned long long)shortWaitsOverLimit, longestShortWait / 1e6,
             lockLimitNanoseconds / 1e6, atomic_load(&largestLoadFactorThousandths) / 1000.0, (unsigned long long)memoryWaitsOverLimit,
             longestMemoryWait / 1e6,
