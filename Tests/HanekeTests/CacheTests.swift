@@ -388,5 +388,6 @@ struct CacheTests {
         for i in 0..<40 where (try? await articles.fetch(key: "\(i)")) != nil { found += 1 }
         #expect(found <= 8)
         #expect(found >= 6)
+        print("limits: 40 values of 1 MiB under a memory cost limit of 8 MiB: JSON \(jsonMemory.statistics.evictions) evictions, Codable \(articleMemory.statistics.evictions) evictions, \(found) left in memory")
     }
 }

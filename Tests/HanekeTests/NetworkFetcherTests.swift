@@ -197,16 +197,20 @@ struct NetworkFetcherTests {
     func aGzipBombFailsOnceItPassesTheLimit(limit: Int) async throws {
         _ = await Self.bomb.value   // built before the peak is measured
         let before = peakMemory()
+        var elapsed = Duration.zero
         try await withServer { server in
             let url = server.baseURL.appendingPathComponent("bomb")
             let fetcher = NetworkFetcher<Data>(url: url, configuration: .init(maximumBodySize: limit))
+            let start = ContinuousClock.now
             let error = await #expect(throws: StoreError.self) { try await fetcher.fetch("unused") }
+            elapsed = ContinuousClock.now - start
             #expect(error?.code == .valueTooLarge, "\(String(describing: error))")
             #expect(error?.message.contains(url.absoluteString) == true)
             #expect(error?.message.contains("maximumBodySize of \(limit) bytes") == true)
         }
         let growth = peakMemory() - before
         #expect(growth < 256 << 20, "the peak memory grew by \(growth >> 20) MiB")
+        print("limits: a gzip bomb of 512 MiB under a maximumBodySize of \(limit >> 20) MiB failed after \(elapsed); the process's peak memory grew by \(growth >> 20) MiB")
     }
 
     /// The head announces 1 GiB and the body drips: only the Content-Length can end it early.
@@ -235,6 +239,7 @@ struct NetworkFetcherTests {
             #expect(error?.code == .timeout, "\(String(describing: error))")
             #expect(error?.message.contains("requestTimeout") == true)
             #expect(ContinuousClock.now - start >= .seconds(1))
+            print("limits: a server dripping a byte every 200 ms was cut off after \(ContinuousClock.now - start) (requestTimeout 1 s)")
         }
     }
 
