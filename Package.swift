@@ -88,7 +88,11 @@ let package = Package(
         ),
         // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
         .target(name: "BlockingWatchdog", path: "Tests/BlockingWatchdog"),
-        .target(name: "TestSupport", dependencies: ["HanekeProtocols", "BlockingWatchdog"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport",
+            dependencies: ["HanekeProtocols", "BlockingWatchdog", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport"
+        ),
 
         // MARK: - Tool
 
@@ -146,7 +150,7 @@ let package = Package(
         .testTarget(
             name: "HanekeProtocolsTests",
             dependencies: [
-                "HanekeProtocols", "HanekeTesting", "MemoryStore", "Formats",
+                "HanekeProtocols", "HanekeTesting", "MemoryStore", "Formats", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

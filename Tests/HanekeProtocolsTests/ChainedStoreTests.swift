@@ -5,6 +5,7 @@ import HanekeTesting
 import Logging
 import MemoryStore
 import Testing
+import TestSupport
 
 struct ChainedStoreTests {
     @Test func aHitInTheTopLayerDoesNotReachTheBottom() async throws {

@@ -4,6 +4,7 @@ import HanekeTesting
 import Logging
 import MemoryStore
 import Testing
+import TestSupport
 
 /// Keys as errors and logs show them: secrets hidden, escaped, cut.
 struct KeyDescriptionTests {

@@ -209,7 +209,7 @@ struct FaultTests {
     @Test func thePasswordIsInNoErrorAndNoLogLine() async throws {
         let server = try await RedisTestServer(arguments: ["--requirepass", "correct horse"])
         let password = "wrong-battery-staple"
-        let log = LogLines()
+        let log = LogCapture()
         let store = RedisStore(configuration: try Self.configuration("redis://admin:\(password)@127.0.0.1:\(server.port)"), logger: log.logger)
         let loggedIn = RedisStore(configuration: try Self.configuration("redis://:correct%20horse@127.0.0.1:\(server.port)"), logger: log.logger)
 
@@ -235,7 +235,7 @@ struct FaultTests {
             await failure { try await loggedIn.ping() }.contains("refused")
         }
 
-        var texts = log.all
+        var texts = log.lines
         #expect(texts.contains { $0.contains("Cannot connect to Redis") && $0.contains("WRONGPASS") })
         #expect(texts.contains { $0.contains("A connection to Redis closed") })
         for error in errors {
