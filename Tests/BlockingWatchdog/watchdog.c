@@ -22,8 +22,8 @@
 //   for a kernel lock on a directory): an offender past the short-wait limit
 //   (HANEKE_WATCHDOG_LOCK_LIMIT_MS, 50 ms), times the load: on a busy machine the holder of a
 //   short critical section waits for a CPU in proportion to the threads runnable per CPU (read
-//   from /proc/loadavg every 100 ms; the busiest of the last second counts). A lock held across
-//   I/O still shows up, and on an idle machine at 50 ms;
+//   from /proc/loadavg every 100 ms; the busiest of the last second counts). A job that holds a
+//   lock across a blocking call is caught by that call;
 // - the allocator (an arena lock, or the memory-map lock while it maps or unmaps), whose waits
 //   are the machine's load and never I/O, and the test framework's own console lock: counted,
 //   never an offender.
