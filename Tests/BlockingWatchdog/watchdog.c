@@ -355,7 +355,11 @@ static Wait classify(const Stack *stack) {
                                                 "fstatat", "fstatat64", "__fstatat64", "statx", "access", "faccessat",
                                                 "open", "open64", "openat", "openat64", "__open64_nocancel",
                                                 "__openat64_nocancel", "close", "__close_nocancel", "symlink",
-                                                "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat"};
+                                                "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat",
+                                                // glibc's internal names for the same calls (matched as prefixes):
+                                                // `UUID()` opens /dev/urandom through __open64.
+                                                "__open", "__libc_open", "__close", "__unlink", "__mkdir", "__rename",
+                                                "__stat", "__lstat", "__fstatat", "__access", "__readlink"};
     // Copies that fault a page in wait for the process's memory-map lock while another thread
     // maps or unmaps (or for the disk, when the page is a mapped file's).
     static const char *const faultFunctions[] = {"__memcpy", "__memmove", "__memset"};
