@@ -73,19 +73,25 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     public let url: URL?
     /// The fetcher's limits, and the secrets its errors hide.
     public let configuration: Configuration
-    private let session: URLSession
+    /// The session given to the fetcher, or `nil` for the shared one (see ``init(url:session:configuration:)``).
+    private let customSession: URLSession?
 
     /// Creates a fetcher.
     /// - Parameters:
     ///   - url: The URL to request whatever the key; `nil` (the default) requests the key as a URL.
-    ///   - session: The session; `NetworkFetcherSession.shared` by default, an ephemeral one
-    ///     without a URL cache, whose bodies the fetcher counts as they arrive. Another session
-    ///     collects each body whole before the fetcher sees it.
+    ///   - session: The session; `nil` (the default) or `NetworkFetcherSession.shared` for the
+    ///     shared ephemeral session without a URL cache, whose bodies the fetcher counts as they
+    ///     arrive. Another session collects each body whole before the fetcher sees it.
     ///   - configuration: The limits, and the secrets errors hide; the defaults of `Configuration`
     ///     by default.
-    public init(url: URL? = nil, session: URLSession = NetworkFetcherSession.shared, configuration: Configuration = Configuration()) {
+    ///
+    /// Creating a fetcher does not create the shared session: the first fetch does that on a
+    /// Dispatch thread (FoundationNetworking's first session loads and initializes libcurl, about
+    /// 2 ms, which would otherwise keep one of Swift's cooperative threads, and every task that
+    /// waits for the same one-time initialization).
+    public init(url: URL? = nil, session: URLSession? = nil, configuration: Configuration = Configuration()) {
         self.url = url
-        self.session = session
+        self.customSession = session.flatMap { $0 === NetworkFetcherSession.shared ? nil : $0 }
         self.configuration = configuration
     }
 
@@ -161,10 +167,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         urlRequest.cachePolicy = .reloadIgnoringLocalAndRemoteCacheData
         let (data, response): (Data, URLResponse)
         do {
-            if session === NetworkFetcherSession.shared {
-                (data, response) = try await StreamingSession.load(urlRequest, maximumBodySize: configuration.maximumBodySize, shown: request.shown)
+            if let customSession {
+                (data, response) = try await customSession.data(for: urlRequest)
             } else {
-                (data, response) = try await session.data(for: urlRequest)
+                (data, response) = try await StreamingSession.load(urlRequest, maximumBodySize: configuration.maximumBodySize, shown: request.shown)
             }
         } catch let error as StoreError {
             throw error

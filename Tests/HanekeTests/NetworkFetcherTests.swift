@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Haneke
 import HanekeTesting
 import LoopbackHTTPServer
@@ -172,6 +175,27 @@ struct NetworkFetcherTests {
         try await withServer { server async throws in
             let fetcher = NetworkFetcher<Data>(url: server.baseURL.appendingPathComponent("gzip/\(count)"))
             #expect(try await fetcher.fetch("unused") == Data(count: count))
+        }
+    }
+
+    /// A session of the caller's own collects each body whole; the limit still holds, checked once
+    /// the body is in. The shared session passed explicitly is the default one.
+    @Test func aSessionOfYourOwnIsUsedAndHeldToTheLimit() async throws {
+        try await withServer { server async throws in
+            // FoundationNetworking's first session initializes libcurl: off the cooperative pool.
+            let session = try await offThePool { URLSession(configuration: .ephemeral) }
+            defer { session.finishTasksAndInvalidate() }
+            let small = NetworkFetcher<Data>(url: server.baseURL.appendingPathComponent("bytes/1000"), session: session)
+            #expect(try await small.fetch("unused").count == 1000)
+            let large = NetworkFetcher<Data>(
+                url: server.baseURL.appendingPathComponent("bytes/1001"),
+                session: session,
+                configuration: .init(maximumBodySize: 1000)
+            )
+            let error = await #expect(throws: StoreError.self) { try await large.fetch("unused") }
+            #expect(error?.code == .valueTooLarge)
+            let shared = NetworkFetcher<Data>(url: server.baseURL.appendingPathComponent("bytes/10"), session: NetworkFetcherSession.shared)
+            #expect(try await shared.fetch("unused").count == 10)
         }
     }
 
