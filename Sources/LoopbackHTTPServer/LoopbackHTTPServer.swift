@@ -100,7 +100,8 @@ public final class LoopbackHTTPServer: Sendable {
     public static func start(handler: @escaping @Sendable (Request) async -> Response) async throws -> LoopbackHTTPServer {
         let server = try await ServerBootstrap(group: eventLoopGroup())
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { channel in
+            // An address, not a host name: NIO resolves a name with getaddrinfo on the calling thread.
+            .bind(to: try SocketAddress(ipAddress: "127.0.0.1", port: 0)) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)

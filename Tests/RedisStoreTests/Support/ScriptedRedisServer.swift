@@ -43,7 +43,8 @@ final class ScriptedRedisServer: Sendable {
         let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { channel in
+            // An address, not a host name: NIO resolves a name with getaddrinfo on the calling thread.
+            .bind(to: try SocketAddress(ipAddress: "127.0.0.1", port: 0)) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder()))
                     return try NIOAsyncChannel<RESPValue, ByteBuffer>(wrappingChannelSynchronously: channel)
