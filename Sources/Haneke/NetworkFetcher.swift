@@ -168,7 +168,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         let (data, response): (Data, URLResponse)
         do {
             if let customSession {
-                (data, response) = try await customSession.data(for: urlRequest)
+                (data, response) = try await Self.collect(urlRequest, on: customSession)
             } else {
                 (data, response) = try await StreamingSession.load(urlRequest, maximumBodySize: configuration.maximumBodySize, shown: request.shown)
             }
@@ -183,6 +183,52 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
             throw Transfer.tooLarge(request.shown, maximum: maximum, received: data.count)
         }
         return (data, response)
+    }
+
+    /// Where a request on a session of the caller's own stands.
+    private enum CollectingTask: Sendable {
+        case notStarted
+        case running(URLSessionDataTask)
+        case cancelled
+    }
+
+    /// Runs `request` on a session of the caller's own, which collects the body whole. A session's
+    /// `resume()` and `cancel()` wait for the session's own thread (`DispatchQueue.sync`), and so do
+    /// its `async` methods: they are called from a Dispatch thread, never a cooperative one.
+    private static func collect(_ request: URLRequest, on session: URLSession) async throws -> (Data, URLResponse) {
+        let state = Locked(CollectingTask.notStarted)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    guard state.withLock({ if case .cancelled = $0 { false } else { true } }) else {
+                        return continuation.resume(throwing: CancellationError())
+                    }
+                    let task = session.dataTask(with: request) { data, response, error in
+                        if let error {
+                            continuation.resume(throwing: error)
+                        } else if let response {
+                            continuation.resume(returning: (data ?? Data(), response))
+                        } else {
+                            continuation.resume(throwing: URLError(.badServerResponse))
+                        }
+                    }
+                    let cancelled = state.withLock { current -> Bool in
+                        if case .cancelled = current { return true }
+                        current = .running(task)
+                        return false
+                    }
+                    task.resume()
+                    if cancelled { task.cancel() }   // cancelled meanwhile: the handler reports it
+                }
+            }
+        } onCancel: {
+            let running = state.withLock { current -> URLSessionDataTask? in
+                defer { current = .cancelled }
+                if case .running(let task) = current { return task }
+                return nil
+            }
+            if let running { DispatchQueue.global().async { running.cancel() } }
+        }
     }
 
     private static func storeError(for error: any Error, request: Request) -> any Error {

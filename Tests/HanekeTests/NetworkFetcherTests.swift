@@ -179,12 +179,12 @@ struct NetworkFetcherTests {
     }
 
     /// A session of the caller's own collects each body whole; the limit still holds, checked once
-    /// the body is in. The shared session passed explicitly is the default one.
+    /// the body is in, and cancelling still cancels. The shared session passed explicitly is the
+    /// default one.
     @Test func aSessionOfYourOwnIsUsedAndHeldToTheLimit() async throws {
         try await withServer { server async throws in
             // FoundationNetworking's first session initializes libcurl: off the cooperative pool.
             let session = try await offThePool { URLSession(configuration: .ephemeral) }
-            defer { session.finishTasksAndInvalidate() }
             let small = NetworkFetcher<Data>(url: server.baseURL.appendingPathComponent("bytes/1000"), session: session)
             #expect(try await small.fetch("unused").count == 1000)
             let large = NetworkFetcher<Data>(
@@ -196,6 +196,16 @@ struct NetworkFetcherTests {
             #expect(error?.code == .valueTooLarge)
             let shared = NetworkFetcher<Data>(url: server.baseURL.appendingPathComponent("bytes/10"), session: NetworkFetcherSession.shared)
             #expect(try await shared.fetch("unused").count == 10)
+
+            // Cancelling the task cancels the session's request.
+            let slow = NetworkFetcher<Data>(url: server.baseURL.appendingPathComponent("slow"), session: session)
+            let received = server.requestsReceived
+            let task = Task { try await slow.fetch("unused") }
+            try await waitUntil("the request reaching the server") { server.requestsReceived > received }
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            // Invalidating waits for the session's thread too.
+            try await offThePool { session.finishTasksAndInvalidate() }
         }
     }
 
