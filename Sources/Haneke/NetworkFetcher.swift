@@ -168,7 +168,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         let (data, response): (Data, URLResponse)
         do {
             if let customSession {
-                (data, response) = try await Self.collect(urlRequest, on: customSession)
+                (data, response) = try await Self.collect(urlRequest, on: customSession, shown: request.shown)
             } else {
                 (data, response) = try await StreamingSession.load(urlRequest, maximumBodySize: configuration.maximumBodySize, shown: request.shown)
             }
@@ -185,49 +185,12 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         return (data, response)
     }
 
-    /// Where a request on a session of the caller's own stands.
-    private enum CollectingTask: Sendable {
-        case notStarted
-        case running(URLSessionDataTask)
-        case cancelled
-    }
-
-    /// Runs `request` on a session of the caller's own, which collects the body whole. A session's
-    /// `resume()` and `cancel()` wait for the session's own thread (`DispatchQueue.sync`), and so do
-    /// its `async` methods: they are called from a Dispatch thread, never a cooperative one.
-    private static func collect(_ request: URLRequest, on session: URLSession) async throws -> (Data, URLResponse) {
-        let state = Locked(CollectingTask.notStarted)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global().async {
-                    guard state.withLock({ if case .cancelled = $0 { false } else { true } }) else {
-                        return continuation.resume(throwing: CancellationError())
-                    }
-                    let task = session.dataTask(with: request) { data, response, error in
-                        if let error {
-                            continuation.resume(throwing: error)
-                        } else if let response {
-                            continuation.resume(returning: (data ?? Data(), response))
-                        } else {
-                            continuation.resume(throwing: URLError(.badServerResponse))
-                        }
-                    }
-                    let cancelled = state.withLock { current -> Bool in
-                        if case .cancelled = current { return true }
-                        current = .running(task)
-                        return false
-                    }
-                    task.resume()
-                    if cancelled { task.cancel() }   // cancelled meanwhile: the handler reports it
-                }
+    /// Runs `request` on a session of the caller's own, which collects the body whole.
+    private static func collect(_ request: URLRequest, on session: URLSession, shown: String) async throws -> (Data, URLResponse) {
+        try await Transfer(maximumBodySize: nil, shown: shown).run { transfer in
+            session.dataTask(with: request) { data, response, error in
+                transfer.finish(response: response, error: error, body: data)
             }
-        } onCancel: {
-            let running = state.withLock { current -> URLSessionDataTask? in
-                defer { current = .cancelled }
-                if case .running(let task) = current { return task }
-                return nil
-            }
-            if let running { DispatchQueue.global().async { running.cancel() } }
         }
     }
 
@@ -315,18 +278,10 @@ private enum StreamingSession {
     ///   `CancellationError` when the calling task is cancelled; otherwise FoundationNetworking's
     ///   error.
     static func load(_ request: URLRequest, maximumBodySize: Int?, shown: String) async throws -> (Data, URLResponse) {
-        let transfer = Transfer(maximumBodySize: maximumBodySize, shown: shown)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                transfer.begin(continuation)
-                DispatchQueue.global().async {
-                    let task = session.dataTask(with: request)
-                    router.add(transfer, for: task)
-                    transfer.start(task)
-                }
-            }
-        } onCancel: {
-            transfer.end(throwing: CancellationError())
+        try await Transfer(maximumBodySize: maximumBodySize, shown: shown).run { transfer in
+            let task = session.dataTask(with: request)
+            router.add(transfer, for: task)
+            return task
         }
     }
 }
@@ -384,8 +339,9 @@ private final class TransferRouter: NSObject, URLSessionDataDelegate, Sendable {
     }
 }
 
-/// One request on the streaming session: the fetch waiting for it, its body so far (within the
-/// limit), and its task.
+/// One request: the fetch waiting for it, its task, and on the streaming session its body so far
+/// (within the limit). A fetch resumes exactly once — when the task finishes, or at once when it is
+/// cancelled or passes the limit, the task then cancelled in the background.
 private final class Transfer: Sendable {
     private let maximumBodySize: Int?
     private let shown: String
@@ -411,13 +367,26 @@ private final class Transfer: Sendable {
         StoreError(.valueTooLarge, "GET \(shown) sent more than its maximumBodySize of \(maximum) bytes (\(received) bytes when it was stopped)")
     }
 
-    func begin(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
-        state.withLock { $0.continuation = continuation }
+    /// Runs the task `makeTask` makes, and returns what it fetched. A session's `dataTask`,
+    /// `resume()` and `cancel()` wait for the session's own thread (`DispatchQueue.sync`), so they
+    /// are called from a Dispatch thread, never a cooperative one.
+    /// - Throws: `StoreError` (`valueTooLarge`) when the body passes the limit,
+    ///   `CancellationError` when the calling task is cancelled; otherwise FoundationNetworking's
+    ///   error.
+    func run(_ makeTask: @escaping @Sendable (Transfer) -> URLSessionTask) async throws -> (Data, URLResponse) {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { $0.continuation = continuation }
+                DispatchQueue.global().async { self.start(makeTask(self)) }
+            }
+        } onCancel: {
+            end(throwing: CancellationError())
+        }
     }
 
     /// Resumes `task`, or cancels it if the transfer has ended already. Waits for the session's
     /// thread: call it on a Dispatch queue.
-    func start(_ task: URLSessionTask) {
+    private func start(_ task: URLSessionTask) {
         let cancelled = state.withLock { state in
             state.task = task
             return state.cancelled
@@ -462,12 +431,14 @@ private final class Transfer: Sendable {
         if let task { DispatchQueue.global().async { task.cancel() } }
     }
 
-    /// Resumes the fetch, if it still waits, with the session's error or the body.
-    func finish(response: URLResponse?, error: (any Error)?) {
-        let (continuation, body) = state.withLock { state in
+    /// Resumes the fetch, if it still waits, with the session's error or the body: `body` when the
+    /// session collected it, else the pieces received.
+    func finish(response: URLResponse?, error: (any Error)?, body collected: Data? = nil) {
+        let (continuation, received) = state.withLock { state in
             defer { state.continuation = nil; state.body = Data() }
             return (state.continuation, state.body)
         }
+        let body = collected ?? received
         if let error {
             continuation?.resume(throwing: error)
         } else if let response {
