@@ -74,23 +74,17 @@ extension FileStore {
                 )
             }
         }
-        do {
-            try journal.rewrite(with: currentRecencyRecords())
-        } catch {
-            logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
-        }
-        let metadataSize = measuredMetadataSize()
-        let victims = state.withLock { state in
-            state.metadataSize = metadataSize
-            return evictToLimits(&state)
-        }
-        if !victims.isEmpty {
-            removeEvicted(victims, journaling: false)
+        func rewriteJournal() {
             do {
                 try journal.rewrite(with: currentRecencyRecords())
             } catch {
                 logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
             }
+        }
+        rewriteJournal()
+        // Evictions here are not journaled one by one: the journal is rewritten after them.
+        if updateMetadataSize(journaling: false) {
+            rewriteJournal()
             updateMetadataSize()
         }
     }

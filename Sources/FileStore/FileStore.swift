@@ -450,19 +450,18 @@ public final class FileStore: Store {
     }
 
     /// Counts the marker's and the journal's blocks against the capacity, evicting what no longer
-    /// fits. Must not be called with a stripe lock held.
-    func updateMetadataSize() {
-        let size = measuredMetadataSize()
+    /// fits (each eviction journaled unless `journaling` is false). Must not be called with a
+    /// stripe lock held.
+    /// - Returns: Whether it evicted anything.
+    @discardableResult
+    func updateMetadataSize(journaling: Bool = true) -> Bool {
+        let size = (POSIX.status(of: StoreNames.marker, in: folder.descriptor)?.allocated ?? 0) + journal.allocatedSize
         let victims = state.withLock { state in
             state.metadataSize = size
             return evictToLimits(&state)
         }
-        removeEvicted(victims)
-    }
-
-    /// The blocks the marker and the journal take now.
-    func measuredMetadataSize() -> Int {
-        (POSIX.status(of: StoreNames.marker, in: folder.descriptor)?.allocated ?? 0) + journal.allocatedSize
+        removeEvicted(victims, journaling: journaling)
+        return !victims.isEmpty
     }
 
     /// What the capacity keeps free for the journal beyond what it takes: a timed flush (which
