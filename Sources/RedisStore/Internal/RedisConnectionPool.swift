@@ -217,8 +217,9 @@ final class RedisConnectionPool: Sendable {
 
     /// NIO's shared event loop group, which every pool connects on. Its first use starts one
     /// thread per core and waits until each runs — milliseconds on a busy machine — so the first
-    /// pool to need it starts it on the I/O executor rather than on a cooperative thread.
-    private static func eventLoopGroup() async throws -> any EventLoopGroup {
+    /// pool to need it starts it on the I/O executor rather than on a cooperative thread. (The
+    /// tests' scripted server reaches it here too.)
+    static func eventLoopGroup() async throws -> any EventLoopGroup {
         guard groupStarted.load(ordering: .acquiring) else {
             let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
             groupStarted.store(true, ordering: .releasing)

@@ -39,9 +39,7 @@ final class ScriptedRedisServer: Sendable {
 
     /// Starts a server that answers each command (an array of bulk strings) with `answer`.
     static func start(answer: @escaping @Sendable (_ name: String, _ arguments: [String]) -> Answer) async throws -> ScriptedRedisServer {
-        // NIO's shared group starts its threads on first use and waits for them: off the pool.
-        let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
-        let server = try await ServerBootstrap(group: group)
+        let server = try await ServerBootstrap(group: RedisConnectionPool.eventLoopGroup())
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // An address, not a host name: NIO resolves a name with getaddrinfo on the calling thread.
             .bind(to: try SocketAddress(ipAddress: "127.0.0.1", port: 0)) { channel in
