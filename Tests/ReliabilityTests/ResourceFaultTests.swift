@@ -8,12 +8,13 @@ import Testing
 import TestSupport
 
 /// A full disk, a folder the writer may not write, and the folder deleted while tasks write: writes
-/// fail with a clear error, nothing already stored is damaged, and the store recovers.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+/// fail with a clear error, nothing already stored is damaged, and the store recovers. The tests use
+/// the synchronous API and the file system directly: their bodies run off the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(3)), .offThePool)
 struct ResourceFaultTests {
     static let worker = ChildProcess.binary("HanekeFaultWorker")
 
-    static func storeSomeValues(in directory: String) throws -> [String: Data] {
+    func storeSomeValues(in directory: String) throws -> [String: Data] {
         let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
         var values: [String: Data] = [:]
         for i in 0..<20 {
@@ -25,7 +26,7 @@ struct ResourceFaultTests {
         return values
     }
 
-    static func expectIntact(_ values: [String: Data], in directory: String) throws {
+    func expectIntact(_ values: [String: Data], in directory: String) throws {
         let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
         for (key, value) in values {
             #expect(try store.value(forKey: key) == value, "\(key) was damaged")
@@ -36,12 +37,12 @@ struct ResourceFaultTests {
 
     @Test func aFullDiskFailsWritesClearlyAndDamagesNothing() async throws {
         let directory = try TemporaryDirectory(prefix: "full")
-        let values = try Self.storeSomeValues(in: directory.path)
+        let values = try storeSomeValues(in: directory.path)
         // The child may write no file over 64 KiB: a larger value fails with EFBIG, as on a full disk.
         let run = try await ChildProcess.run(Self.worker, ["fill", directory.path, "65536"])
         #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
         #expect(run.output.contains("fill-"), "the error names the key")
-        try Self.expectIntact(values, in: directory.path)
+        try expectIntact(values, in: directory.path)
         // The fault goes: writing works again.
         let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil))
         try await store.setValue(Data(count: 100_000), forKey: "after")
@@ -59,7 +60,7 @@ struct ResourceFaultTests {
         let path = mountPoint.path
         let failure: (any Error)?
         do {
-            try await offThePool { try Self.fillAndRecover(path) }
+            try fillAndRecover(path)
             failure = nil
         } catch {
             failure = error
@@ -70,7 +71,7 @@ struct ResourceFaultTests {
 
     /// Fills the store on a full file system until a write fails, checks the failure and the
     /// values stored before, then frees room and writes again.
-    static func fillAndRecover(_ path: String) throws {
+    func fillAndRecover(_ path: String) throws {
         let values = try storeSomeValues(in: path)
         let store = try FileStore(directory: path, configuration: .init(capacity: nil))
         var failure: StoreError?
@@ -93,7 +94,7 @@ struct ResourceFaultTests {
 
     @Test func aFolderTheWriterMayNotWriteFailsClearly() async throws {
         let directory = try TemporaryDirectory(prefix: "readonly")
-        let values = try Self.storeSomeValues(in: directory.path)
+        let values = try storeSomeValues(in: directory.path)
         // The folder and its shards made read-only for their owner. Root writes anywhere: then the
         // folder is given to `nobody`, who runs the writer.
         let asNobody = getuid() == 0
@@ -114,7 +115,7 @@ struct ResourceFaultTests {
         try setOwnerAndModes(getuid(), 0o700)
         #expect(run.output.hasPrefix("failed io"), "\(run.output) \(run.stderr)")
         #expect(run.output.contains("Permission denied (errno 13 EACCES)"), "\(run.output)")
-        try Self.expectIntact(values, in: directory.path)
+        try expectIntact(values, in: directory.path)
     }
 
     /// Another user's cache folder, even one that user may read: a store running as `nobody`
@@ -122,13 +123,13 @@ struct ResourceFaultTests {
     @Test(.enabled(if: getuid() == 0, "running a process as another user needs root"))
     func aStoreFolderOfAnotherUserIsRefused() async throws {
         let directory = try TemporaryDirectory(prefix: "others")
-        let values = try Self.storeSomeValues(in: directory.path)
+        let values = try storeSomeValues(in: directory.path)
         chmod(directory.path, 0o755)
         let run = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Self.worker, "write-once", directory.path, "kept-1", "planted"])
         chmod(directory.path, 0o700)
         #expect(run.output.hasPrefix("failed unsafeDirectory"), "\(run.output) \(run.stderr)")
         #expect(run.output.contains("belongs to user 0, not to user 65534"), "\(run.output)")
-        try Self.expectIntact(values, in: directory.path)
+        try expectIntact(values, in: directory.path)
     }
 
     @Test func theFolderDeletedWhileTasksWriteIsRecoveredFrom() async throws {
@@ -153,10 +154,8 @@ struct ResourceFaultTests {
                 }
             }
             group.addTask {
-                // Removing a tree the writers are filling waits for its folders' locks: off the pool.
-                let path = directory.path
                 for _ in 0..<20 {
-                    _ = try? await offThePool { try FileManager.default.removeItem(atPath: path) }
+                    try? FileManager.default.removeItem(atPath: directory.path)
                     await Task.yield()
                 }
                 return 0
