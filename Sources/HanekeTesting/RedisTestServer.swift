@@ -92,12 +92,7 @@ public final class RedisTestServer: Sendable {
     /// the thread that releases the last reference.
     deinit {
         guard let pid = processID.withLock({ $0 }) else { return }
-        signalProcess(pid, SIGKILL)
-        IOExecutor.shared.submit {
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-            Self.unregister(pid)
-        }
+        Self.killAndReap(pid)
     }
 
     /// Why a server could not start.
@@ -119,9 +114,11 @@ public final class RedisTestServer: Sendable {
         // A server that has not exited 5 seconds after SIGTERM is killed.
         let deadline = ContinuousClock.now + .seconds(5)
         var status: Int32 = 0
+        var killed = false
         while waitpid(pid, &status, WNOHANG) == 0 {
-            if ContinuousClock.now > deadline {
+            if !killed, ContinuousClock.now > deadline {
                 signalProcess(pid, SIGKILL)
+                killed = true
             }
             try? await Task.sleep(for: .milliseconds(1))
         }
@@ -233,20 +230,22 @@ public final class RedisTestServer: Sendable {
             do {
                 try await Task.sleep(for: .milliseconds(5))
             } catch {
-                killUnready(pid)
+                killAndReap(pid)
                 throw error
             }
         }
-        killUnready(pid)
+        killAndReap(pid)
         throw Failure(message: "redis-server on port \(port) did not answer PING within 10 seconds")
     }
 
-    /// Kills a server that never became ready, and reaps it on the I/O executor.
-    private static func killUnready(_ pid: pid_t) {
+    /// Kills a server (released while running, or never ready) with `SIGKILL`, and reaps it on
+    /// the I/O executor, never on the caller's thread.
+    private static func killAndReap(_ pid: pid_t) {
         signalProcess(pid, SIGKILL)
         IOExecutor.shared.submit {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            unregister(pid)
         }
     }
 

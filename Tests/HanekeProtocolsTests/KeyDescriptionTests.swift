@@ -36,7 +36,7 @@ struct KeyDescriptionTests {
         let broken = FailingStore(wrapping: MemoryStore<String, Data>(), failing: [.read])
         let chain = MemoryStore<String, Data>().chained(to: broken, logger: logs.logger)
         _ = try await chain.value(forKey: "https://alice:S3cr3t@example.com/photo?token=abc")
-        let logged = logs.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+        let logged = logs.lines.joined(separator: "\n")
         #expect(!logged.isEmpty)
         #expect(!logged.contains("S3cr3t"), "\(logged)")
         #expect(!logged.contains("abc"), "\(logged)")

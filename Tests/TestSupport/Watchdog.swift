@@ -48,10 +48,10 @@ public enum Watchdog {
         // The job ends at this suspension; its thread records it after the job returns, which can
         // be after this task resumes on the other thread.
         await Task.yield()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
+        var job: Job?
+        try? await waitUntil("the watchdog's record of the job") {
             // Naming the stack's frames runs llvm-symbolizer: not on a cooperative thread.
-            let job = try? await offThePool { () -> Job? in
+            job = try await offThePool { () -> Job? in
                 var measured = HanekeWatchdogJob()
                 var stack = [CChar](repeating: 0, count: 8192)
                 guard haneke_watchdog_kept_job(tag, &measured, &stack, UInt64(stack.count)) != 0 else { return nil }
@@ -63,10 +63,9 @@ public enum Watchdog {
                     waitedForALock: measured.waited_for_a_lock != 0
                 )
             }
-            if let job { return job }
-            try? await Task.sleep(for: .milliseconds(1))
+            return job != nil
         }
-        return nil
+        return job
     }
 
     /// How many jobs so far blocked a thread (each one fails the run when the process exits).
