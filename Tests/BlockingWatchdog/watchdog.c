@@ -31,7 +31,9 @@
 // When the process exits the watchdog prints every offender's stack and makes the exit status 1,
 // so the test run fails.
 //
-// HANEKE_WATCHDOG=off leaves the runtime's executor alone.
+// HANEKE_WATCHDOG=off leaves the runtime's executor alone; HANEKE_WATCHDOG_THREADS sets the number
+// of worker threads (the process's CPUs by default); HANEKE_SYMBOLIZER names the llvm-symbolizer
+// that names the frames of a report.
 
 #define _GNU_SOURCE
 #include "BlockingWatchdog.h"
@@ -109,9 +111,8 @@ typedef struct {
 typedef struct {
     pthread_t thread;
     pid_t tid;
-    int schedstat;   // /proc/thread-self/schedstat, read by the worker itself
+    int schedstat;   // /proc/self/task/<tid>/schedstat, read by the worker and the sampler
     int stat;        // /proc/self/task/<tid>/stat, read by the sampler
-    int samplerSchedstat;   // /proc/self/task/<tid>/schedstat, read by the sampler
     _Atomic uint64_t sequence;    // the job running now (or last), counted from 1
     _Atomic uint64_t startedAt;   // when that job started; 0 between jobs
     uint64_t lastSignalAt;        // the sampler's own
@@ -281,21 +282,27 @@ static SWIFTCC void deadlineHook(long long sec, long long nsec, long long tsec, 
 
 // MARK: - Measuring a job
 
-/// The time a thread has waited for a CPU (the second field of its schedstat file `descriptor`).
-/// Async-signal-safe.
-static uint64_t runQueueDelayIn(int descriptor) {
-    char text[128];
-    ssize_t length = pread(descriptor, text, sizeof text - 1, 0);
+/// The sampler looks at a job after its first millisecond: a shorter sleep has no stack to judge,
+/// and is shorter than every limit.
+static const uint64_t catchAfterNanoseconds = 1000000;
+
+/// Reads a /proc file from its start into `text` (of `capacity` bytes), ending it with a NUL.
+/// - Returns: Whether anything was read.
+static int readProcFile(int descriptor, char *text, size_t capacity) {
+    ssize_t length = descriptor >= 0 ? pread(descriptor, text, capacity - 1, 0) : -1;
     if (length <= 0) return 0;
     text[length] = 0;
+    return 1;
+}
+
+/// The time a thread has waited for a CPU (the second field of its schedstat file `descriptor`).
+/// Called in the signal handler too: pread and strtoull take no lock.
+static uint64_t runQueueDelay(int descriptor) {
+    char text[128];
+    if (!readProcFile(descriptor, text, sizeof text)) return 0;
     char *end;
     strtoull(text, &end, 10);
     return strtoull(end, NULL, 10);
-}
-
-/// The time this worker's thread has waited for a CPU.
-static uint64_t runQueueDelay(Worker *worker) {
-    return runQueueDelayIn(worker->schedstat);
 }
 
 /// What a thread caught asleep was waiting for.
@@ -356,7 +363,8 @@ static Wait classify(const Stack *stack) {
                                                 "open", "open64", "openat", "openat64", "__open64_nocancel",
                                                 "__openat64_nocancel", "close", "__close_nocancel", "symlink",
                                                 "symlinkat", "readlink", "readlinkat", "chmod", "fchmod", "fchmodat",
-                                                // glibc's internal names for the same calls (matched as prefixes):
+                                                // glibc's internal names for the same calls (a name that starts
+                                                // with _ matches wherever it occurs in a symbol):
                                                 // `UUID()` opens /dev/urandom through __open64.
                                                 "__open", "__libc_open", "__close", "__unlink", "__mkdir", "__rename",
                                                 "__stat", "__lstat", "__fstatat", "__access", "__readlink"};
@@ -511,7 +519,7 @@ static void runMeasured(Worker *worker, SwiftJob *job) {
     uint64_t sequence = atomic_fetch_add(&worker->sequence, 1) + 1;
     worker->tag = 0;
     atomic_store(&worker->inducedDelay, 0);
-    uint64_t waitedBefore = runQueueDelay(worker);
+    uint64_t waitedBefore = runQueueDelay(worker->schedstat);
     uint64_t cpuBefore = now(CLOCK_THREAD_CPUTIME_ID);
     uint64_t start = now(CLOCK_MONOTONIC);
     atomic_store(&worker->startedAt, start);
@@ -521,28 +529,26 @@ static void runMeasured(Worker *worker, SwiftJob *job) {
     uint64_t end = now(CLOCK_MONOTONIC);
     atomic_store(&worker->startedAt, 0);
     uint64_t cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpuBefore;
-    uint64_t waited = runQueueDelay(worker) - waitedBefore;
+    uint64_t wall = end - start;
+    atomic_fetch_add_explicit(&jobsRun, 1, memory_order_relaxed);
+    // What the job slept is at most wall - cpu: most jobs end here, without reading schedstat again.
+    if (worker->tag == 0 && wall <= cpu + catchAfterNanoseconds) return;
+    uint64_t waited = runQueueDelay(worker->schedstat) - waitedBefore;
     uint64_t induced = atomic_load(&worker->inducedDelay);
     waited = waited > induced ? waited - induced : 0;
-    uint64_t wall = end - start;
     uint64_t slept = wall > cpu + waited ? wall - cpu - waited : 0;
-
-    atomic_fetch_add_explicit(&jobsRun, 1, memory_order_relaxed);
-    // The sampler looks at a job after its first millisecond: a shorter sleep has no stack to
-    // judge, and is shorter than every limit.
-    if (worker->tag != 0 || slept > 1000000) record(worker, sequence, slept, wall, cpu);
+    if (worker->tag != 0 || slept > catchAfterNanoseconds) record(worker, sequence, slept, wall, cpu);
 }
 
 static void *runWorker(void *argument) {
     Worker *worker = argument;
     currentWorker = worker;
     worker->tid = (pid_t)syscall(SYS_gettid);
-    worker->schedstat = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)worker->tid);
+    worker->schedstat = open(path, O_RDONLY | O_CLOEXEC);
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)worker->tid);
     worker->stat = open(path, O_RDONLY | O_CLOEXEC);
-    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)worker->tid);
-    worker->samplerSchedstat = open(path, O_RDONLY | O_CLOEXEC);
     for (;;) runMeasured(worker, dequeueReady());
     return NULL;
 }
@@ -556,7 +562,7 @@ static void takeStack(int signal) {
     if (worker) {
         uint64_t sequence = atomic_load(&worker->sequence);
         if (atomic_exchange(&worker->signalSequence, 0) == sequence) {
-            uint64_t delay = runQueueDelay(worker), atSignal = atomic_load(&worker->runDelayAtSignal);
+            uint64_t delay = runQueueDelay(worker->schedstat), atSignal = atomic_load(&worker->runDelayAtSignal);
             if (delay > atSignal) atomic_fetch_add(&worker->inducedDelay, delay - atSignal);
         }
         if (worker->stacksSequence != sequence) {
@@ -575,9 +581,7 @@ static void takeStack(int signal) {
 /// The state letter of a worker's thread (R running, S sleeping, D in uninterruptible sleep).
 static char threadState(Worker *worker) {
     char text[512];
-    ssize_t length = pread(worker->stat, text, sizeof text - 1, 0);
-    if (length <= 0) return '?';
-    text[length] = 0;
+    if (!readProcFile(worker->stat, text, sizeof text)) return '?';
     char *close = strrchr(text, ')');
     return close && close[1] == ' ' ? close[2] : '?';
 }
@@ -586,9 +590,7 @@ static char threadState(Worker *worker) {
 /// `recent[slot]`, and sets the load factor from the largest of the last second's notes.
 static void noteLoad(int loadavg, uint64_t recent[10], uint64_t slot) {
     char text[128];
-    ssize_t length = loadavg >= 0 ? pread(loadavg, text, sizeof text - 1, 0) : -1;
-    if (length <= 0) return;
-    text[length] = 0;
+    if (!readProcFile(loadavg, text, sizeof text)) return;
     // "0.52 0.58 0.59 3/612 12345": the fourth field is runnable/all.
     char *field = text;
     for (int skip = 0; skip < 3 && field; skip += 1) {
@@ -600,7 +602,9 @@ static void noteLoad(int loadavg, uint64_t recent[10], uint64_t slot) {
     recent[slot] = runnable > 0 ? runnable - 1 : 0;
     uint64_t busiest = 0;
     for (int index = 0; index < 10; index += 1) busiest = recent[index] > busiest ? recent[index] : busiest;
-    uint64_t factor = busiest * 1000 / (uint64_t)(workerCount > 0 ? workerCount : 1);
+    // /proc/loadavg counts the whole machine's runnable threads: per CPU of the machine.
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t factor = busiest * 1000 / (uint64_t)(cpus > 0 ? cpus : 1);
     atomic_store(&loadFactorThousandths, factor > 1000 ? factor : 1000);
     if (factor > atomic_load(&largestLoadFactorThousandths)) atomic_store(&largestLoadFactorThousandths, factor);
 }
@@ -624,11 +628,12 @@ static void *runSampler(void *unused) {
         uint64_t current = now(CLOCK_MONOTONIC);
         for (int index = 0; index < workerCount; index += 1) {
             Worker *worker = &workers[index];
-            uint64_t started = atomic_load(&worker->startedAt);
-            if (started == 0 || current - started < 1000000 || current - worker->lastSignalAt < 2000000) continue;
-            if (worker->stacksSequence == atomic_load(&worker->sequence) && worker->stackCount >= stacksPerJob) continue;
-            uint64_t delay = runQueueDelayIn(worker->samplerSchedstat);
+            // The job first, then its start: a job that began after this read has a later start.
             uint64_t sequence = atomic_load(&worker->sequence);
+            uint64_t started = atomic_load(&worker->startedAt);
+            if (started == 0 || started > current || current - started < catchAfterNanoseconds || current - worker->lastSignalAt < 2 * catchAfterNanoseconds) continue;
+            if (worker->stacksSequence == sequence && worker->stackCount >= stacksPerJob) continue;
+            uint64_t delay = runQueueDelay(worker->schedstat);
             char state = threadState(worker);
             if (state != 'S' && state != 'D') continue;
             worker->lastSignalAt = current;
@@ -648,9 +653,9 @@ static void *runSampler(void *unused) {
 
 static void report(void) {
     if (!watching || atomic_load(&jobsRun) == 0) return;
-    uint64_t total = atomic_load(&offenderTotal);
     fflush(stdout);
     pthread_mutex_lock(&recordLock);
+    uint64_t total = atomic_load(&offenderTotal);   // under the lock, with the offenders it counts
     fprintf(stderr,
             "blocking watchdog: %llu jobs ran on %d threads; the longest sleep in a blocking call was %.1f ms (limit %.0f ms); "
             "%llu jobs waited longer for a lock or a file name, the longest %.1f ms (limit %.0f ms, times the load: up to "
@@ -756,7 +761,6 @@ int32_t haneke_watchdog_thread_count(void) { return workerCount; }
 
 uint64_t haneke_watchdog_limit_nanoseconds(void) { return limitNanoseconds; }
 
-uint64_t haneke_watchdog_offender_count(void) { return atomic_load(&offenderTotal); }
 
 int32_t haneke_watchdog_keep_current_job(uint64_t tag) {
     if (!currentWorker || tag == 0) return 0;

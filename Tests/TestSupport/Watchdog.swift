@@ -40,11 +40,9 @@ public enum Watchdog {
     ///   threads.
     public static func measureCurrentJob(_ body: () -> Void) async -> Job? {
         let tag = nextTag.add(1, ordering: .relaxed).newValue
-        guard haneke_watchdog_keep_current_job(tag) != 0 else {
-            body()
-            return nil
-        }
+        let kept = haneke_watchdog_keep_current_job(tag) != 0
         body()
+        guard kept else { return nil }
         // The job ends at this suspension; its thread records it after the job returns, which can
         // be after this task resumes on the other thread.
         await Task.yield()
@@ -67,9 +65,6 @@ public enum Watchdog {
         }
         return job
     }
-
-    /// How many jobs so far blocked a thread (each one fails the run when the process exits).
-    public static var offenderCount: Int { Int(haneke_watchdog_offender_count()) }
 
     private static let nextTag = Atomic<UInt64>(0)
 }

@@ -37,8 +37,5 @@ int32_t haneke_watchdog_keep_current_job(uint64_t tag);
 /// call this off the cooperative threads. Returns 0 if no such job has ended.
 int32_t haneke_watchdog_kept_job(uint64_t tag, HanekeWatchdogJob *job, char *stack, uint64_t capacity);
 
-/// The number of jobs that blocked a thread: slept longer than the limit in a blocking wait, or
-/// longer than the short-wait limit in mutexes and file-name calls. Kept jobs do not count.
-uint64_t haneke_watchdog_offender_count(void);
 
 #endif
