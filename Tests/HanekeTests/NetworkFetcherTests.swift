@@ -294,17 +294,14 @@ struct NetworkFetcherTests {
 
     @Test(arguments: Failure.allCases)
     func secretsInTheURLStayOutOfErrors(failure: Failure) async throws {
-        var path = "status/404"
+        let path = failure == .timeout ? "drip" : "status/404"
         if failure == .connectionRefused {
             let refusing = try RefusingPort()
             try await check(port: refusing.port)
             withExtendedLifetime(refusing) {}   // the port stays taken until the request has failed
             return
         }
-        try await withServer { server in
-            if failure == .timeout { path = "drip" }
-            try await check(port: server.port)
-        }
+        try await withServer { server in try await check(port: server.port) }
 
         func check(port: Int) async throws {
             let url = try #require(URL(string: "http://alice:S3cr3t@127.0.0.1:\(port)/\(path)?token=T0k3n&page=2&API_KEY=K3y"))
