@@ -18,8 +18,9 @@
 //
 // - a blocking wait (a timer, a process, a pipe or socket, a semaphore, fsync…): the job is an
 //   offender when it slept longer than the limit (HANEKE_WATCHDOG_LIMIT_MS, 5 ms unless set);
-// - a short wait (a mutex, or one file-system call on names such as mkdir or unlink, which waits
-//   for a kernel lock on a directory): an offender past the short-wait limit
+// - a short wait (a mutex, one file-system call on names such as mkdir or unlink, which waits
+//   for a kernel lock on a directory, or the setting up of a socket — socket, bind, listen — which
+//   never waits for a peer): an offender past the short-wait limit
 //   (HANEKE_WATCHDOG_LOCK_LIMIT_MS, 50 ms), times the load: on a busy machine the holder of a
 //   short critical section waits for a CPU in proportion to the threads runnable per CPU (read
 //   from /proc/loadavg every 100 ms; the busiest of the last second counts). A job that holds a
@@ -310,9 +311,10 @@ typedef enum {
     /// Anything that can take as long as the world makes it: a timer, a process, a pipe, a
     /// socket, a semaphore or condition, a disk flush, another thread's one-time initialization.
     waitBlocking = 0,
-    /// A short critical section behind someone else: a mutex, or one file-system call on names
-    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory. On a busy machine the
-    /// holder may itself wait a few time slices for a CPU.
+    /// A short critical section behind someone else: a mutex, one file-system call on names
+    /// (mkdir, unlink, stat…) that waits for a kernel lock on a directory, or a socket's set-up
+    /// (socket, bind, listen: the kernel's own locks, never a peer). On a busy machine the holder
+    /// may itself wait a few time slices for a CPU.
     waitShort = 1,
     /// The allocator: an arena lock (malloc never holds one across I/O) or the process's
     /// memory-map lock while it maps or unmaps. How long it takes is the machine's load, not a
@@ -367,7 +369,12 @@ static Wait classify(const Stack *stack) {
                                                 // with _ matches wherever it occurs in a symbol):
                                                 // `UUID()` opens /dev/urandom through __open64.
                                                 "__open", "__libc_open", "__close", "__unlink", "__mkdir", "__rename",
-                                                "__stat", "__lstat", "__fstatat", "__access", "__readlink"};
+                                                "__stat", "__lstat", "__fstatat", "__access", "__readlink",
+                                                // A socket's set-up, never its traffic: NIO's bind(to:) makes its
+                                                // listening socket on the caller's thread (socket() slept 16 ms
+                                                // under load).
+                                                "socket", "__socket", "bind", "__bind", "listen", "__listen",
+                                                "setsockopt", "__setsockopt", "getsockname", "__getsockname"};
     // Copies that fault a page in wait for the process's memory-map lock while another thread
     // maps or unmaps (or for the disk, when the page is a mapped file's).
     static const char *const faultFunctions[] = {"__memcpy", "__memmove", "__memset"};
