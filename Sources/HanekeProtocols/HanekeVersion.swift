@@ -3,9 +3,6 @@
 /// It follows semantic versioning: before 1.0.0, a minor version may change the public API, and
 /// CHANGELOG.md says how.
 public enum HanekeVersion {
-    /// The version as text, `major.minor.patch`.
-    public static let string = "0.3.0"
-
     /// The major version: 0 until the public API is stable.
     public static let major = 0
 
@@ -14,4 +11,7 @@ public enum HanekeVersion {
 
     /// The patch version: fixes only.
     public static let patch = 0
+
+    /// The version as text, `major.minor.patch`.
+    public static var string: String { "\(major).\(minor).\(patch)" }
 }
