@@ -88,9 +88,13 @@ let package = Package(
         ),
         // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
         .target(name: "BlockingWatchdog", path: "Tests/BlockingWatchdog"),
+        // Gives each test process a cache home of its own, so no test writes to the real ~/.cache.
+        .target(name: "PrivateCacheHome", path: "Tests/PrivateCacheHome"),
         .target(
             name: "TestSupport",
-            dependencies: ["HanekeProtocols", "BlockingWatchdog", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HanekeProtocols", "BlockingWatchdog", "PrivateCacheHome", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/TestSupport"
         ),
 

@@ -244,7 +244,9 @@ struct CacheTests {
         #expect(try await Shared.dataCache.fetch(key: key) == Data("d".utf8))
         #expect(try await Shared.stringCache.fetch(key: key) == "s")
         #expect(try await Shared.JSONCache.fetch(key: key)["j"]?.bool == true)
-        #expect(Shared.JSONCache.directory?.hasSuffix("/haneke/shared-json") == true)
+        // In this process's own cache home: the tests never write to the real ~/.cache.
+        #expect(Shared.JSONCache.directory == privateCacheHome + "/haneke/shared-json")
+        #expect(ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] == privateCacheHome)
         try await Shared.dataCache.remove(key: key)
         try await Shared.stringCache.remove(key: key)
         try await Shared.JSONCache.remove(key: key)
