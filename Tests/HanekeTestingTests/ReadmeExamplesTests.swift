@@ -1,6 +1,6 @@
-// The examples of README.md, so that they keep compiling and working. Blocks that would reach the
-// network or write under ~/.cache are compiled verbatim in functions that are not called, and run
-// with a temporary folder beside them.
+// The examples of README.md, run against temporary folders and a private redis-server, so that they
+// keep working. That every block compiles exactly as written is checked by scripts/check-snippets
+// (make test), which builds each one in a scratch package.
 
 import Foundation
 import Haneke
@@ -10,39 +10,6 @@ import Testing
 struct Greeting: Codable, Hashable, Sendable, DataConvertible, DataRepresentable {
     var text: String
     var language: String
-}
-
-/// README "A cache in three lines", verbatim (not run: it reaches api.github.com).
-func aCacheInThreeLines() async throws {
-    let cache = Cache<JSON>(name: "github")
-    let user = try await cache.fetch(url: URL(string: "https://api.github.com/users/haneke")!)
-    print(user["bio"]?.string ?? "")
-}
-
-/// README "Formats", verbatim (not run: it writes under ~/.cache).
-func formats() async throws {
-    let articles = Cache<JSON>(name: "articles")
-    var summaries = Format<JSON>(name: "summary", diskCapacity: 10 << 20) { article in
-        ["title": article["title"] ?? .null]
-    }
-    summaries.preloadPolicy = .lastSession   // or .all, or .none (the default)
-    articles.addFormat(summaries)
-
-    let summary = try await articles.fetch(key: "42", formatName: "summary") { key in
-        try await loadArticle(key)
-    }
-    _ = summary
-}
-
-/// README "A shared tier on Redis", verbatim (not run: it reaches 10.0.0.5 and writes under /var/cache).
-func aSharedTierOnRedis() throws {
-    var configuration = try RedisStore.Configuration(url: "redis://cache:s3cret@10.0.0.5:6379/2", keyPrefix: "images:")
-    configuration.timeToLive = .seconds(7 * 24 * 3600)
-    let images = MemoryStore<String, Data>(costLimit: 64 << 20)
-        .chained(to: try FileStore(directory: "/var/cache/images", capacity: 1 << 30).compressed())
-        .chained(to: RedisStore(configuration: configuration))
-        .fetching(from: NetworkFetcher<Data>())
-    _ = images
 }
 
 @Sendable func loadArticle(_ key: String) async throws -> JSON {
