@@ -1,47 +1,76 @@
 # Quick start on a fresh Debian/Ubuntu machine with Swift installed:
-#   make demo   installs what is missing, builds, and runs the main job
-#   make test   installs what is missing, builds (failing on any warning), and runs every test
-#               (the Redis tests against a private redis-server started for the run)
+#   make demo      installs what the demo needs, builds in release mode, and runs `haneke demo`
+#   make test      installs what the tests need, builds (failing on any warning), runs every test
+#                  (the Redis tests against a private redis-server started for the run) and
+#                  compiles every code block of the README and the DocC articles as written
+#   make install   installs `haneke`, its man page and shell completions under PREFIX (/usr/local)
 #   make test-under-load   the same tests beside a CPU hog at 4x the cores
 
 SWIFT ?= swift
 SHELL := /bin/bash
-# Debian packages the build and the tests need (later modules add theirs here).
-DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config redis-server redis-tools
+PREFIX ?= /usr/local
+# The Debian packages each job needs; scripts/install-deps installs the missing ones and says why.
+BUILD_PACKAGES := liblz4-dev pkg-config
+TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
+BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools
 
-.PHONY: all deps build test test-under-load demo bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
+.PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
-deps:
-	@scripts/install-deps $(DEBIAN_PACKAGES)
+deps: bench-deps
 
-build: deps
+build-deps:
+	@scripts/install-deps $(BUILD_PACKAGES)
+
+test-deps:
+	@scripts/install-deps $(TEST_PACKAGES)
+
+bench-deps:
+	@scripts/install-deps $(BENCH_PACKAGES)
+
+build: build-deps
 	scripts/build-without-warnings
+
+# The tool in release mode, .build/release/haneke (what `make demo` runs and `make install` installs).
+release: build-deps
+	@echo "Building haneke in release mode (the first build takes several minutes; see the README)."
+	$(SWIFT) build -c release --product haneke
 
 # The tests run beside a private redis-server (scripts/with-redis passes its URL in
 # HANEKE_REDIS_URL); if it cannot start, the run fails rather than skipping the Redis tests.
 # scripts/run-tests runs the heavy suites in a second process, one test at a time; the blocking
 # watchdog fails either process if a job blocks one of Swift's cooperative threads.
-test: deps
+test: test-deps
 	scripts/build-without-warnings --build-tests
 	SWIFT=$(SWIFT) scripts/with-redis scripts/run-tests
+	$(MAKE) check-snippets
+
+# Every ```swift block of README.md, the examples' READMEs and the DocC articles, compiled as
+# written in a scratch package (.build/snippets); first the check's own test, a block that must fail.
+check-snippets: build-deps
+	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "cannot find 'URL' in scope" scripts/snippet-fixtures/missing-import.md
+	SWIFT=$(SWIFT) scripts/check-snippets
 
 # The same tests beside a CPU hog that keeps the load average at 4x the cores (scripts/under-load);
 # it prints the load average it saw and the suite's wall time.
-test-under-load: deps
+test-under-load: test-deps
 	scripts/build-without-warnings --build-tests
 	SWIFT=$(SWIFT) scripts/under-load scripts/with-redis scripts/run-tests
 
-demo: deps
-	$(SWIFT) run -c release haneke demo
+demo: release
+	.build/release/haneke demo
+
+# `haneke`, its man page and its bash, zsh and fish completions, under $(DESTDIR)$(PREFIX).
+install: release
+	SWIFT=$(SWIFT) scripts/install-tool "$(DESTDIR)$(PREFIX)"
 
 # Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the
 # table and writes bench-results.json; `make bench-smoke` runs every benchmark a few iterations.
-bench: deps
+bench: bench-deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --json ../bench-results.json
 
-bench-smoke: deps
+bench-smoke: bench-deps
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --smoke --json .build/bench-smoke.json
 
 # Reliability: the stress suite under ThreadSanitizer, and libFuzzer targets (Fuzz/) run for
@@ -53,11 +82,11 @@ FUZZ_TARGETS := FuzzEntryFile FuzzLZ4Frame FuzzJSON
 
 # The blocking watchdog is off under ThreadSanitizer, which runs every job many times slower and
 # defers signals to its own points: the watchdog's measurements would mean nothing there.
-tsan: deps
+tsan: test-deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	HANEKE_WATCHDOG=off TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter StressTests
 
-fuzz: deps
+fuzz: build-deps
 	SWIFT=$(SWIFT) scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-smoke:
