@@ -19,6 +19,29 @@ extension FileStore {
         public var metadataSize: Int
         /// The bytes the folder and its shard folders take on disk.
         public var foldersSize: Int
+        /// The store folder inspected.
+        var directory: String
+
+        /// Moves entries to the problems as damaged: for a payload check that can judge a payload
+        /// only once it has seen every payload (`haneke verify --payloads auto`, which decides by
+        /// the majority whether payloads must be LZ4 frames), so that one walk reads each file once.
+        /// A repair of such a problem removes the file examined, not one that replaced it since.
+        /// - Parameter reasons: Why each damaged entry is damaged, by the entry's path; entries not
+        ///   named stay valid.
+        public mutating func markDamaged(_ reasons: [String: String]) {
+            guard !reasons.isEmpty else { return }
+            var valid: [Entry] = []
+            for entry in entries {
+                guard let reason = reasons[entry.path] else {
+                    valid.append(entry)
+                    continue
+                }
+                let digest = KeyDigest(key: entry.key)
+                let location = StoreFolder.Location(shard: digest.firstByte, name: FileName(digest.hex))
+                problems.append(Problem(folder: directory, location: location, identity: entry.identity, isFolder: false, kind: .damaged, reason: reason))
+            }
+            entries = valid
+        }
     }
 
     /// Something wrong in a store folder.
@@ -163,7 +186,8 @@ extension FileStore {
                         allocatedSize: file.allocated,
                         created: date(header.created),
                         expires: header.expires.map(date),
-                        lastAccess: date(lastAccess)
+                        lastAccess: date(lastAccess),
+                        identity: file.identity
                     )
                     return .valid(entry, validatingPayloads == nil ? nil : reader.takePayload(header: header))
                 }
@@ -191,7 +215,7 @@ extension FileStore {
             }
         }
         progress?(ordered.count, ordered.count)
-        return Inspection(entries: entries, problems: problems, filesExamined: candidates.count, metadataSize: metadataSize, foldersSize: foldersSize)
+        return Inspection(entries: entries, problems: problems, filesExamined: candidates.count, metadataSize: metadataSize, foldersSize: foldersSize, directory: directory)
     }
 
     /// What examining a whole, valid entry file found.

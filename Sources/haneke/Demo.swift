@@ -13,20 +13,48 @@ struct Demo: AsyncParsableCommand {
         three times: cold (from the server), warm (memory cleared: from disk) and hot (from memory). \
         Prints, per pass and per layer, hits, misses and p50/p99 latency, the bytes before and after \
         LZ4, and a few files with their keys.
-        """
+
+        Without --dir the cache goes in a new temporary folder, deleted at the end unless --keep \
+        is given; a folder given with --dir is kept.
+        """ + ExitStatus.help
     )
 
-    @Option(help: "The cache's folder: a new or empty folder, or one an earlier demo made; a new temporary folder by default.")
+    @Option(help: ArgumentHelp("The cache's folder: a new or empty folder, or one an earlier demo made; kept at the end.", valueName: "dir"))
     var dir: String?
 
-    @Option(help: "How many documents to serve and fetch.")
+    @Flag(help: "Keep the temporary folder the demo makes (deleted at the end otherwise).")
+    var keep = false
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("How many documents to serve and fetch (at least 1).", valueName: "n"))
     var documents = 2_000
+
+    func validate() throws {
+        guard documents >= 1 else { throw ValidationError("--documents must be at least 1 (got \(documents))") }
+    }
 
     func run() async throws {
         let root = dir ?? NSTemporaryDirectory() + "haneke-demo-\(UUID().uuidString.prefix(8))"
-        // The demo empties its cache first: it must be the demo's own.
-        try Self.claim(root)
-        let count = max(1, documents)
+        let deleting = dir == nil && !keep
+        do {
+            // The demo empties its cache first: it must be the demo's own.
+            try await IOExecutor.shared.run { try Self.claim(root) }
+            try await show(root, deleting: deleting)
+        } catch {
+            if deleting { try? await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) } }
+            throw error
+        }
+        if deleting {
+            do {
+                try await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) }
+            } catch {
+                throw ToolError.io("could not delete the demo's folder \(shown(root))", error)
+            }
+        }
+    }
+
+    /// Runs the demo with its cache in `root` and prints what it saw, ending with the commands to
+    /// look closer (which say how to keep the cache when it is `deleting`).
+    private func show(_ root: String, deleting: Bool) async throws {
         let server = try await LoopbackHTTPServer.start { request in
             let parts = request.uri.split(separator: "/")
             guard parts.count == 2, parts[0] == "documents", let number = Int(parts[1]) else {
@@ -36,16 +64,15 @@ struct Demo: AsyncParsableCommand {
         }
         let cache = Cache<JSON>(name: "demo", directory: root)
         try await cache.removeAll()
-        let urls = (0..<count).map { server.baseURL.appendingPathComponent("documents/\($0)") }
+        let urls = (0..<documents).map { server.baseURL.appendingPathComponent("documents/\($0)") }
 
-        print("Haneke demo: \(count) JSON documents from http://127.0.0.1:\(server.port), cache in \(root)\n")
+        print("Haneke demo: \(documents) JSON documents from http://127.0.0.1:\(server.port), cache in \(shown(root))\(deleting ? " (deleted at the end)" : "")\n")
         var passes: [PassReport] = []
         passes.append(try await measure("cold", urls: urls, cache: cache))
         cache.removeAllFromMemory()
         passes.append(try await measure("warm (memory cleared)", urls: urls, cache: cache))
         passes.append(try await measure("hot", urls: urls, cache: cache))
         await server.shutdown()
-
         printTable(
             ["pass", "requests", "memory", "disk", "fetcher", "p50", "p99", "time"],
             passes.map { pass in
@@ -76,10 +103,29 @@ struct Demo: AsyncParsableCommand {
             print("\nbytes: \(ByteSize.format(compression.bytesBeforeCompression)) of JSON → \(ByteSize.format(compression.bytesAfterCompression)) of LZ4 frames (ratio \(String(format: "%.2f", compression.ratio ?? 0))) → \(ByteSize.format(disk.totalSize)) on disk with headers\n")
             print("a few files (each named by the MD5 of its key, in a shard folder of its first two digits):")
             for entry in try await disk.executor.run({ disk.entries() }).prefix(3) {
-                print("  \(entry.key)\n    → \(entry.path)")
+                print("  \(shown(entry.key))\n    → \(shown(entry.path))")
             }
-            print("\nlook closer:\n  haneke inspect \(disk.directory)\n  haneke verify \(disk.directory)\n  haneke get \(disk.directory) \(urls[0].absoluteString)")
+            let tool = Self.invocation
+            let folder = deleting ? "DIR/" + (disk.directory as NSString).lastPathComponent : Self.shellWord(disk.directory)
+            print(deleting
+                ? "\nlook closer: this run's cache is deleted as it ends; run `\(tool) demo --keep` to keep it, then (DIR being the folder it prints):"
+                : "\nlook closer:")
+            print("  \(tool) inspect \(folder)\n  \(tool) verify \(folder)\n  \(tool) get \(folder) \(urls[0].absoluteString)")
         }
+    }
+
+    /// How the user runs this tool: `haneke` once installed, `swift run -c release haneke` when the
+    /// running executable is a build inside a `.build/` folder.
+    static var invocation: String {
+        let executable = Bundle.main.executableURL?.resolvingSymlinksInPath().path ?? CommandLine.arguments[0]
+        return executable.contains("/.build/") ? "swift run -c release haneke" : "haneke"
+    }
+
+    /// `path` as one word for a POSIX shell: as it is when it holds only safe characters, else in
+    /// single quotes.
+    static func shellWord(_ path: String) -> String {
+        let safe = path.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "/._-+:,=@%".unicodeScalars.contains($0) }
+        return safe ? path : "'" + path.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }
 
     /// The file that marks a folder as a demo cache.
@@ -91,17 +137,22 @@ struct Demo: AsyncParsableCommand {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         if manager.fileExists(atPath: folder, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw ToolError("\(folder) is not a folder") }
-            let names = try manager.contentsOfDirectory(atPath: folder)
+            guard isDirectory.boolValue else { throw ToolError.usage("\(shown(folder)) is not a folder") }
+            let names: [String]
+            do { names = try manager.contentsOfDirectory(atPath: folder) } catch { throw ToolError.io("could not list \(shown(folder))", error) }
             if names.contains(markerName) { return }
             guard names.isEmpty else {
-                throw ToolError("\(folder) is not empty and is not a folder `haneke demo` made; refusing to use it (the demo empties its cache): pass a new or empty folder")
+                throw ToolError.usage("\(shown(folder)) is not empty and is not a folder `haneke demo` made; refusing to use it (the demo empties its cache): pass a new or empty folder")
             }
         } else {
-            try manager.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            do {
+                try manager.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ToolError.io("could not create \(shown(folder))", error)
+            }
         }
         guard manager.createFile(atPath: folder + "/" + markerName, contents: Data("A cache made by `haneke demo`, which empties it on every run.\n".utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw ToolError("could not write \(folder)/\(markerName)")
+            throw ToolError.io("could not write \(shown(folder + "/" + markerName))", POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
         }
     }
 

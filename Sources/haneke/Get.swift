@@ -5,7 +5,7 @@ import Haneke
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the value stored for a key to stdout, decompressing an LZ4 frame.",
-        discussion: "Reads the file directly: nothing is changed, and an expired entry counts as missing."
+        discussion: "Reads the file directly: nothing is changed, and an expired entry counts as missing." + ExitStatus.help
     )
 
     @Argument(help: "The cache folder (one format's FileStore directory).")
@@ -17,13 +17,13 @@ struct Get: ParsableCommand {
     @Flag(help: "Write the payload as stored, without decompressing it.")
     var raw = false
 
-    @Option(help: "The most bytes a value may decompress to.")
+    @Option(parsing: .unconditional, help: ArgumentHelp("The most bytes a value may decompress to.", valueName: "size"))
     var decompressionLimit = ByteSize(bytes: 1 << 30)
 
     func run() throws {
         let folder = try requireStoreFolder(directory)
         guard let payload = try FileStore.payload(forKey: key, inDirectory: folder) else {
-            throw ToolError("no entry for key \(quoted(key)) in \(folder)")
+            throw ToolError.problems("no entry for key \(shown(key, quoted: true)) in \(shown(folder))")
         }
         let value = !raw && LZ4Frame.looksLikeFrame(payload)
             ? try LZ4Frame.decompress(payload, limit: decompressionLimit.bytes)
@@ -31,7 +31,7 @@ struct Get: ParsableCommand {
         do {
             try FileHandle.standardOutput.write(contentsOf: value)
         } catch {
-            throw ToolError("could not write the value to stdout: \(error.localizedDescription)")
+            throw ToolError.io("could not write the value to stdout", error)
         }
     }
 }

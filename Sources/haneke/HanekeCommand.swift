@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import Haneke
 
 /// `haneke`: the framework's main job made visible, and tools for cache folders.
 @main
 struct HanekeCommand: AsyncParsableCommand {
-    /// Runs the command; any error is one line on stderr (`haneke: …`) and a non-zero exit status,
+    /// Runs the command; any error is one line on stderr (`haneke: …`) and an ``ExitStatus``,
     /// usage mistakes included (`--help` shows the usage).
     static func main() async {
         do {
@@ -15,15 +16,13 @@ struct HanekeCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                // --help, --version: ArgumentParser's own output, on stdout.
-                print(fullMessage(for: error))
-            } else {
-                let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-                if !message.isEmpty { printError("haneke: " + message) }
+            let (status, line) = ToolError.report(error)
+            if status == .ok {
+                print(line)   // --help, --version: ArgumentParser's own output, on stdout.
+            } else if !line.isEmpty {
+                printError("haneke: " + line)
             }
-            Foundation.exit(code.rawValue)
+            Foundation.exit(status.rawValue)
         }
     }
 
@@ -31,10 +30,20 @@ struct HanekeCommand: AsyncParsableCommand {
         commandName: "haneke",
         abstract: "Run the Haneke demo, and inspect, verify, read and trim cache folders.",
         discussion: """
-        A cache folder (DIR) is one FileStore: the folder of one format of a cache, such as
-        ~/.cache/haneke/<cache>/original. Files are named by the MD5 of their key, in shard folders
+        A cache folder (DIR) is one FileStore: the folder of one format of a cache, such as \
+        ~/.cache/haneke/<cache>/original. Files are named by the MD5 of their key, in shard folders \
         named by its first two hex digits, and each starts with a header holding the key.
-        """,
+
+        Keys in tables and messages are escaped (control characters as \\n, \\u{1b}…) and cut \
+        after 200 characters; --json output holds them whole. Progress is shown on stderr only \
+        when it is a terminal.
+
+        Shell completion: `haneke --generate-completion-script bash|zsh|fish` prints the script \
+        for that shell. Man page: `swift package generate-manual --product haneke` writes \
+        haneke.1. `make install` installs the tool, its man page (`man haneke`) and the three \
+        completion scripts.
+        """ + ExitStatus.help,
+        version: HanekeVersion.string,
         subcommands: [Demo.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self]
     )
 }

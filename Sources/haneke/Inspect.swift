@@ -5,7 +5,15 @@ import Haneke
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the entries of a cache folder, most recently used first.",
-        discussion: "One row per entry: key, file, payload size, file length, blocks on disk, created, expires, last access. Nothing is changed."
+        discussion: """
+        One row per entry: key, file, payload size, file length, blocks on disk, created, expires, \
+        last access. Nothing is changed.
+
+        --json prints an array with one object per entry, keys sorted, every field always there: \
+        key (whole), file (its path), payloadSize, storedSize (file length), allocatedSize (bytes \
+        on disk), created, expires and lastAccess (ISO 8601 dates; expires and lastAccess null \
+        when there are none).
+        """ + ExitStatus.help
     )
 
     @Argument(help: "The cache folder (one format's FileStore directory).")
@@ -14,21 +22,19 @@ struct Inspect: ParsableCommand {
     @Flag(help: "Print JSON (an array of objects) for scripts.")
     var json = false
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     func run() throws {
         let folder = try requireStoreFolder(directory)
-        let inspection = try FileStore.inspect(directory: folder)
+        let inspection = try inspect(folder, judge: nil, progress: progressOptions.line())
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            encoder.dateEncodingStrategy = .iso8601
-            let rows = inspection.entries.map(EntryRow.init)
-            print(String(decoding: try encoder.encode(rows), as: UTF8.self))
+            try printJSON(inspection.entries.map(EntryRow.init))
         } else {
             printTable(
                 ["key", "file", "payload", "in file", "on disk", "created", "expires", "last access"],
                 inspection.entries.map { entry in
                     [
-                        entry.key.count > 60 ? String(entry.key.prefix(59)) + "…" : entry.key,
+                        shown(entry.key),
                         String(entry.path.dropFirst(folder.count + 1)),
                         ByteSize.format(entry.payloadSize),
                         ByteSize.format(entry.storedSize),
@@ -45,11 +51,11 @@ struct Inspect: ParsableCommand {
             print("\n\(inspection.entries.count) entries, \(ByteSize.format(inFiles)) in files, \(ByteSize.format(onDisk)) on disk")
         }
         if !inspection.problems.isEmpty {
-            printError("\(inspection.problems.count) problem(s) found; run `haneke verify \(folder)` for details")
+            printError("\(inspection.problems.count) problem(s) found; run `haneke verify \(shown(folder))` for details")
         }
     }
 
-    /// One entry as JSON.
+    /// One entry as JSON: every field always present, `null` when absent.
     struct EntryRow: Encodable {
         var key: String
         var file: String
@@ -57,8 +63,8 @@ struct Inspect: ParsableCommand {
         var storedSize: Int
         var allocatedSize: Int
         var created: Date
-        var expires: Date?
-        var lastAccess: Date?
+        var expires: OrNull<Date>
+        var lastAccess: OrNull<Date>
 
         init(_ entry: FileStore.Entry) {
             key = entry.key
@@ -67,8 +73,8 @@ struct Inspect: ParsableCommand {
             storedSize = entry.storedSize
             allocatedSize = entry.allocatedSize
             created = entry.created
-            expires = entry.expires
-            lastAccess = entry.lastAccess
+            expires = OrNull(entry.expires)
+            lastAccess = OrNull(entry.lastAccess)
         }
     }
 }

@@ -13,18 +13,14 @@ enum PayloadCheck {
 
     /// A frame that decodes to `contentSize` bytes and matches its checksum.
     case frame(contentSize: Int)
-    /// Bytes that are not expected to be a frame.
-    case raw
     /// Why the payload is damaged.
     case damaged(String)
 
-    /// Checks one payload.
+    /// Checks one payload that should be an LZ4 frame.
     /// - Parameters:
     ///   - payload: The payload as stored.
-    ///   - expectFrames: Whether the folder's payloads are LZ4 frames.
     ///   - limit: The most bytes a frame may decode to; a frame that claims or makes more is damage.
-    static func check(_ payload: Data, expectFrames: Bool, limit: Int) -> PayloadCheck {
-        guard expectFrames else { return .raw }
+    static func checkFrame(_ payload: Data, limit: Int) -> PayloadCheck {
         guard LZ4Frame.looksLikeFrame(payload) else { return .damaged("the payload is not an LZ4 frame (its magic number is damaged)") }
         do {
             return .frame(contentSize: try LZ4Frame.decompress(payload, limit: limit).count)
@@ -34,23 +30,82 @@ enum PayloadCheck {
             return .damaged("\(error)")
         }
     }
+}
 
-    /// Whether the folder's payloads are frames: as asked, or (`auto`) when most of them look like
-    /// one (a compressed store's folder).
-    static func expectFrames(_ payloads: Payloads, in folder: String) throws -> Bool {
-        switch payloads {
-        case .lz4: return true
-        case .raw: return false
-        case .auto:
-            var frames = 0
-            var total = 0
-            _ = try FileStore.inspect(directory: folder, validatingPayloads: { _, payload in
-                total += 1
-                if LZ4Frame.looksLikeFrame(payload) { frames += 1 }
-                return nil
-            })
-            return total > 0 && frames * 2 > total
+/// Judges every payload of a folder during the one walk that reads them (each file is read once):
+/// as asked, or — `auto` — both ways, keeping the reading the majority decides once every payload
+/// has been seen (a compressed store's folder holds LZ4 frames). Also adds up what `stats` shows.
+/// Used on one thread, inside `FileStore.inspect`'s callback.
+final class PayloadJudge {
+    /// The sizes of the unexpired values, as `stats` shows them.
+    struct Tally {
+        /// The payloads that are LZ4 frames.
+        var frames = 0
+        /// The bytes of those frames.
+        var frameBytes = 0
+        /// The bytes the frames decode to.
+        var contentBytes = 0
+        /// The bytes of the payloads that are not frames.
+        var rawBytes = 0
+    }
+
+    private let payloads: PayloadCheck.Payloads
+    private let limit: Int
+    private let now: Date
+    private var seen = 0
+    private var looksLikeFrames = 0
+    private var asFrames = Tally()
+    private var asRaw = Tally()
+    /// Why each damaged entry is damaged if the payloads are frames, by path (`auto` only).
+    private var damageAsFrames: [String: String] = [:]
+
+    /// A judge for one walk.
+    /// - Parameters:
+    ///   - options: What the payloads are, and the decompression limit.
+    ///   - now: What time it is, for which entries have expired (and count in no tally).
+    init(_ options: PayloadOptions, now: Date = Date()) {
+        payloads = options.payloads
+        limit = options.decompressionLimit.bytes
+        self.now = now
+    }
+
+    /// Judges one payload: `FileStore.inspect`'s `validatingPayloads` callback.
+    /// - Returns: Why the payload is damaged, when that is known already; `nil` otherwise.
+    func judge(_ entry: FileStore.Entry, _ payload: Data) -> String? {
+        seen += 1
+        if LZ4Frame.looksLikeFrame(payload) { looksLikeFrames += 1 }
+        let live = (entry.expires ?? .distantFuture) > now
+        if payloads != .lz4, live { asRaw.rawBytes += payload.count }
+        guard payloads != .raw else { return nil }
+        switch PayloadCheck.checkFrame(payload, limit: limit) {
+        case .damaged(let reason):
+            guard payloads == .auto else { return reason }
+            damageAsFrames[entry.path] = reason
+        case .frame(let contentSize):
+            guard live else { break }
+            asFrames.frames += 1
+            asFrames.frameBytes += payload.count
+            asFrames.contentBytes += contentSize
         }
+        return nil
+    }
+
+    /// Whether the payloads are LZ4 frames: as asked, or when most of them look like one.
+    var expectsFrames: Bool {
+        switch payloads {
+        case .lz4: true
+        case .raw: false
+        case .auto: looksLikeFrames * 2 > seen
+        }
+    }
+
+    /// The sizes of the unexpired values, by the reading kept.
+    var tally: Tally { expectsFrames ? asFrames : asRaw }
+
+    /// Ends the walk: with `auto`, moves the entries that are damaged when read as frames to the
+    /// problems if the majority are frames.
+    func finish(_ inspection: inout FileStore.Inspection) {
+        if payloads == .auto, expectsFrames { inspection.markDamaged(damageAsFrames) }
     }
 }
 
@@ -59,6 +114,26 @@ struct PayloadOptions: ParsableArguments {
     @Option(help: "What the payloads are: lz4 frames, raw bytes, or auto (decided by the majority).")
     var payloads: PayloadCheck.Payloads = .auto
 
-    @Option(help: "The most bytes a value may decompress to (a frame that claims more is a problem); the library's default, 64M.")
+    @Option(parsing: .unconditional, help: ArgumentHelp("The most bytes a value may decompress to (a frame that claims more is a problem); the library's default, 64M.", valueName: "size"))
     var decompressionLimit = ByteSize(bytes: 64 << 20)
+}
+
+/// Walks a store folder once with `FileStore.inspect`, showing progress on a terminal; with a
+/// judge, every payload is read and judged on the way.
+/// - Parameters:
+///   - folder: A store's folder.
+///   - judge: Judges the payloads; `nil` to read headers only.
+///   - progress: The status line.
+/// - Returns: What the walk found, the judge's verdicts included.
+func inspect(_ folder: String, judge: PayloadJudge?, progress: ProgressLine) throws -> FileStore.Inspection {
+    defer { progress.end() }
+    progress.show("listing \(shown(folder))…", now: true)
+    let verb = judge == nil ? "read" : "checked"
+    var inspection = try FileStore.inspect(
+        directory: folder,
+        validatingPayloads: judge.map { judge in { judge.judge($0, $1) } },
+        progress: { examined, total in progress.show("\(verb) \(examined) of \(total) files") }
+    )
+    judge?.finish(&inspection)
+    return inspection
 }

@@ -5,7 +5,17 @@ import Haneke
 struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Summarise a cache folder: entries, sizes, LZ4 ratio, expired entries, problems.",
-        discussion: "\"on disk\" is the blocks the files take, as du counts them (what the capacity bounds); \"in files\" is their lengths."
+        discussion: """
+        "on disk" is the blocks the files take, as du counts them (what the capacity bounds); \
+        "in files" is their lengths. Reads every file once; nothing is changed.
+
+        --json prints one object, keys sorted, every field always there: directory, entries, \
+        allocatedSize (on disk, du), entryFilesAllocatedSize, metadataAllocatedSize (marker and \
+        journal), foldersAllocatedSize, storedSize (in files), payloadSize, lz4Frames, \
+        uncompressedSize (values before compression), lz4Ratio (null without frames), expired, \
+        oldest and newest (ISO 8601 dates of creation, null without entries), problems (a count). \
+        Sizes are bytes.
+        """ + ExitStatus.help
     )
 
     @Argument(help: "The cache folder (one format's FileStore directory).")
@@ -13,50 +23,90 @@ struct Stats: ParsableCommand {
 
     @OptionGroup var payloadOptions: PayloadOptions
 
+    @Flag(help: "Print JSON (one object) for scripts.")
+    var json = false
+
+    @OptionGroup var progressOptions: ProgressOptions
+
     func run() throws {
         let folder = try requireStoreFolder(directory)
         let now = Date()
-        let expectFrames = try PayloadCheck.expectFrames(payloadOptions.payloads, in: folder)
-        let limit = payloadOptions.decompressionLimit.bytes
-        var frames = 0
-        var framed = 0
-        var unframed = 0
-        var content = 0
         // One walk: the payloads come with the entries, each decoded within the limit, never sized
         // by what its frame claims; damage counts among the problems exactly as `verify` finds it.
-        let inspection = try FileStore.inspect(directory: folder, validatingPayloads: { entry, payload in
-            switch PayloadCheck.check(payload, expectFrames: expectFrames, limit: limit) {
-            case .damaged(let reason):
-                return reason
-            case .frame(let contentSize):
-                guard (entry.expires ?? .distantFuture) > now else { return nil }   // expired: not a value
-                frames += 1
-                framed += payload.count
-                content += contentSize
-            case .raw:
-                guard (entry.expires ?? .distantFuture) > now else { return nil }
-                unframed += payload.count
-            }
-            return nil
-        })
-        let entries = inspection.entries
-        let allocated = entries.reduce(0) { $0 + $1.allocatedSize }
+        let judge = PayloadJudge(payloadOptions, now: now)
+        let inspection = try inspect(folder, judge: judge, progress: progressOptions.line())
+        let summary = Summary(folder, inspection, judge.tally, now: now)
+        if json { return try printJSON(summary) }
         let rows: [[String]] = [
-            ["entries", "\(entries.count)"],
-            ["on disk (du)", ByteSize.format(allocated + inspection.metadataSize + inspection.foldersSize)],
-            ["  entry files", ByteSize.format(allocated)],
-            ["  marker and journal", ByteSize.format(inspection.metadataSize)],
-            ["  folders", ByteSize.format(inspection.foldersSize)],
-            ["in files", ByteSize.format(entries.reduce(0) { $0 + $1.storedSize })],
-            ["payloads", ByteSize.format(entries.reduce(0) { $0 + $1.payloadSize })],
-            ["LZ4 frames", "\(frames)"],
-            ["values before compression", ByteSize.format(content + unframed)],
-            ["LZ4 ratio", framed == 0 ? "—" : String(format: "%.2f", Double(content) / Double(framed))],
-            ["expired", "\(entries.filter { ($0.expires ?? .distantFuture) <= now }.count)"],
-            ["oldest", entries.map(\.created).min()?.iso8601 ?? "—"],
-            ["newest", entries.map(\.created).max()?.iso8601 ?? "—"],
-            ["problems", "\(inspection.problems.count)"],
+            ["entries", "\(summary.entries)"],
+            ["on disk (du)", ByteSize.format(summary.allocatedSize)],
+            ["  entry files", ByteSize.format(summary.entryFilesAllocatedSize)],
+            ["  marker and journal", ByteSize.format(summary.metadataAllocatedSize)],
+            ["  folders", ByteSize.format(summary.foldersAllocatedSize)],
+            ["in files", ByteSize.format(summary.storedSize)],
+            ["payloads", ByteSize.format(summary.payloadSize)],
+            ["LZ4 frames", "\(summary.lz4Frames)"],
+            ["values before compression", ByteSize.format(summary.uncompressedSize)],
+            ["LZ4 ratio", summary.lz4Ratio.value.map { String(format: "%.2f", $0) } ?? "—"],
+            ["expired", "\(summary.expired)"],
+            ["oldest", summary.oldest.value?.iso8601 ?? "—"],
+            ["newest", summary.newest.value?.iso8601 ?? "—"],
+            ["problems", "\(summary.problems)"],
         ]
-        printTable(["", folder], rows)
+        printTable(["", shown(folder)], rows)
+    }
+
+    /// What `stats` shows, as the table's rows and as JSON (sizes in bytes).
+    struct Summary: Encodable {
+        /// The store's folder.
+        var directory: String
+        /// The valid entries.
+        var entries: Int
+        /// Everything on disk, as `du` counts it.
+        var allocatedSize: Int
+        /// The blocks of the entry files.
+        var entryFilesAllocatedSize: Int
+        /// The blocks of the marker and the journal.
+        var metadataAllocatedSize: Int
+        /// The blocks of the folder and its shard folders.
+        var foldersAllocatedSize: Int
+        /// The entry files' lengths.
+        var storedSize: Int
+        /// The payloads' lengths.
+        var payloadSize: Int
+        /// The unexpired payloads that are LZ4 frames.
+        var lz4Frames: Int
+        /// The unexpired values' sizes before compression.
+        var uncompressedSize: Int
+        /// Decompressed over compressed bytes of the frames; `null` without frames.
+        var lz4Ratio: OrNull<Double>
+        /// The expired entries.
+        var expired: Int
+        /// The oldest entry's creation.
+        var oldest: OrNull<Date>
+        /// The newest entry's creation.
+        var newest: OrNull<Date>
+        /// The problems found.
+        var problems: Int
+
+        /// Sums up a walk.
+        init(_ folder: String, _ inspection: FileStore.Inspection, _ tally: PayloadJudge.Tally, now: Date) {
+            let entries = inspection.entries
+            directory = folder
+            self.entries = entries.count
+            entryFilesAllocatedSize = entries.reduce(0) { $0 + $1.allocatedSize }
+            metadataAllocatedSize = inspection.metadataSize
+            foldersAllocatedSize = inspection.foldersSize
+            allocatedSize = entryFilesAllocatedSize + metadataAllocatedSize + foldersAllocatedSize
+            storedSize = entries.reduce(0) { $0 + $1.storedSize }
+            payloadSize = entries.reduce(0) { $0 + $1.payloadSize }
+            lz4Frames = tally.frames
+            uncompressedSize = tally.contentBytes + tally.rawBytes
+            lz4Ratio = OrNull(tally.frameBytes == 0 ? nil : Double(tally.contentBytes) / Double(tally.frameBytes))
+            expired = entries.filter { ($0.expires ?? .distantFuture) <= now }.count
+            oldest = OrNull(entries.map(\.created).min())
+            newest = OrNull(entries.map(\.created).max())
+            problems = inspection.problems.count
+        }
     }
 }

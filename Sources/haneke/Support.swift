@@ -7,12 +7,6 @@ import Logging
 import Glibc
 #endif
 
-/// An error printed as one line on stderr, with a non-zero exit status.
-struct ToolError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Checks that `directory` is a store's folder — it holds the marker every FileStore writes — with
 /// a hint when it is a cache's folder instead. Every command checks this first, so none reads or
 /// changes a folder that a store did not make (the FileStore calls refuse such a folder too).
@@ -20,15 +14,15 @@ func requireStoreFolder(_ directory: String) throws -> String {
     let manager = FileManager.default
     var isDirectory: ObjCBool = false
     guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-        throw ToolError("\(directory) is not a folder")
+        throw ToolError.usage("\(shown(directory)) is not a folder")
     }
     if isFile(directory + "/" + FileStore.markerFileName) { return directory }
     let names = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
     let formats = names.filter { isFile(directory + "/" + $0 + "/" + FileStore.markerFileName) }.sorted()
     if !formats.isEmpty {
-        throw ToolError("\(directory) is a cache's folder; pass one of its formats: \(formats.map { directory + "/" + $0 }.joined(separator: ", "))")
+        throw ToolError.usage("\(shown(directory)) is a cache's folder; pass one of its formats: \(formats.map { shown(directory + "/" + $0) }.joined(separator: ", "))")
     }
-    throw ToolError("\(directory) is not a Haneke store folder (it has no \(FileStore.markerFileName)); refusing to read or change it")
+    throw ToolError.usage("\(shown(directory)) is not a Haneke store folder (it has no \(FileStore.markerFileName)); refusing to read or change it")
 }
 
 /// Whether a regular file (not a link) is at `path`.
@@ -102,8 +96,98 @@ func printError(_ text: String, terminator: String = "\n") {
     try? FileHandle.standardError.write(contentsOf: Data((text + terminator).utf8))
 }
 
-/// A key as it appears in messages: quoted, with newlines and other control characters escaped,
-/// so that an error stays on one line.
-func quoted(_ key: String) -> String {
-    key.debugDescription
+/// Text from a cache — a key, a file name — as human-readable output shows it, on one line and
+/// harmless to a terminal: newlines, tabs, backslashes, control characters (escape sequences
+/// included), bidirectional overrides and line separators escaped Swift-style (`\n`, `\u{1b}`);
+/// with `quoted`, inside double quotes (`"` escaped). Text longer than `limit` characters is cut
+/// with an ellipsis and its length in bytes, so that a 100 KB key is never echoed whole. JSON
+/// output carries keys whole instead, escaped by JSON.
+/// - Parameters:
+///   - text: The key or name.
+///   - quoted: Whether to put it in double quotes, as messages do.
+///   - limit: The most characters shown (Unicode scalars, before escaping); 200 by default.
+/// - Returns: The text to print.
+func shown(_ text: String, quoted: Bool = false, limit: Int = 200) -> String {
+    var result = quoted ? "\"" : ""
+    for (index, scalar) in text.unicodeScalars.enumerated() {
+        if index == limit {
+            result += "…\(quoted ? "\"" : "") (\(text.utf8.count) bytes)"
+            return result
+        }
+        switch scalar {
+        case "\n": result += "\\n"
+        case "\r": result += "\\r"
+        case "\t": result += "\\t"
+        case "\\": result += "\\\\"
+        case "\"" where quoted: result += "\\\""
+        case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+            || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+            || scalar.value == 0x2028 || scalar.value == 0x2029:
+            result += "\\u{\(String(scalar.value, radix: 16))}"
+        default:
+            result.unicodeScalars.append(scalar)
+        }
+    }
+    return result + (quoted ? "\"" : "")
+}
+
+/// Prints `value` as JSON on stdout: pretty, keys sorted (a stable order), dates in ISO 8601,
+/// slashes unescaped; strings whole, with JSON's escapes.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// An optional value in JSON output: `null` when absent, so that every field is always there
+/// (the synthesized encoding leaves a `nil` out).
+struct OrNull<Wrapped: Encodable>: Encodable {
+    /// The value, or `nil` for `null`.
+    var value: Wrapped?
+
+    /// Wraps `value`.
+    init(_ value: Wrapped?) { self.value = value }
+
+    /// Encodes the value, or `null`.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let value { try container.encode(value) } else { try container.encodeNil() }
+    }
+}
+
+/// The option that turns progress off, shared by the commands that show it.
+struct ProgressOptions: ParsableArguments {
+    @Flag(help: "Do not show progress on stderr (shown only when stderr is a terminal).")
+    var quiet = false
+
+    /// The status line these options ask for.
+    func line() -> ProgressLine { ProgressLine(enabled: !quiet && isatty(STDERR_FILENO) == 1) }
+}
+
+/// A status line on stderr for a person watching a long command: shown only when stderr is a
+/// terminal (never a `\r` into a log file or a pipe), rewritten in place at most ten times a
+/// second, and erased when the work ends. Used on one thread.
+final class ProgressLine {
+    private let enabled: Bool
+    private var shownAt: ContinuousClock.Instant?
+
+    /// A line, shown only when `enabled`.
+    init(enabled: Bool) { self.enabled = enabled }
+
+    /// Replaces the line with `text`, unless the last one is under 0.1 s old and `now` is false.
+    func show(_ text: String, now: Bool = false) {
+        guard enabled else { return }
+        let time = ContinuousClock.now
+        if !now, let shownAt, time - shownAt < .milliseconds(100) { return }
+        shownAt = time
+        printError("\r\u{1B}[K" + text, terminator: "")
+    }
+
+    /// Erases the line, if one is shown.
+    func end() {
+        guard enabled, shownAt != nil else { return }
+        shownAt = nil
+        printError("\r\u{1B}[K", terminator: "")
+    }
 }
