@@ -21,9 +21,6 @@ extension FileStore {
         public var expires: Date?
         /// When the entry was last read or written, as far as this store knows.
         public var lastAccess: Date?
-        /// The file found, for an entry from ``FileStore/inspect(directory:validatingPayloads:progress:)``:
-        /// a problem made of it later removes that file and not one that replaced it since.
-        var identity: FileIdentity?
     }
 
     /// Every entry, most recently used first, read from the files' headers (files that are damaged

@@ -21,6 +21,9 @@ extension FileStore {
         public var foldersSize: Int
         /// The store folder inspected.
         var directory: String
+        /// The file each valid entry was read from (device and inode), by the entry's path: a
+        /// problem ``markDamaged(_:)`` makes of an entry removes that file, not one that replaced it since.
+        var identities: [String: FileIdentity] = [:]
 
         /// Moves entries to the problems as damaged: for a payload check that can judge a payload
         /// only once it has seen every payload (`haneke verify --payloads auto`, which decides by
@@ -38,7 +41,7 @@ extension FileStore {
                 }
                 let digest = KeyDigest(key: entry.key)
                 let location = StoreFolder.Location(shard: digest.firstByte, name: FileName(digest.hex))
-                problems.append(Problem(folder: directory, location: location, identity: entry.identity, isFolder: false, kind: .damaged, reason: reason))
+                problems.append(Problem(folder: directory, location: location, identity: identities[entry.path], isFolder: false, kind: .damaged, reason: reason))
             }
             entries = valid
         }
@@ -165,6 +168,7 @@ extension FileStore {
         let journal = RecencyJournal.readRecords(in: folder)
         let ordered = recencyOrder(of: candidates, journal: journal)
         var entries: [Entry] = []
+        var identities: [String: FileIdentity] = [:]
         for (index, (file, lastAccess)) in ordered.reversed().enumerated() {
             if index % 1_000 == 0 { progress?(index, ordered.count) }
             let path = file.digest.path(in: directory)
@@ -186,8 +190,7 @@ extension FileStore {
                         allocatedSize: file.allocated,
                         created: date(header.created),
                         expires: header.expires.map(date),
-                        lastAccess: date(lastAccess),
-                        identity: file.identity
+                        lastAccess: date(lastAccess)
                     )
                     return .valid(entry, validatingPayloads == nil ? nil : reader.takePayload(header: header))
                 }
@@ -211,11 +214,12 @@ extension FileStore {
                     entryProblem(.damaged, reason)
                 } else {
                     entries.append(entry)
+                    identities[path] = file.identity
                 }
             }
         }
         progress?(ordered.count, ordered.count)
-        return Inspection(entries: entries, problems: problems, filesExamined: candidates.count, metadataSize: metadataSize, foldersSize: foldersSize, directory: directory)
+        return Inspection(entries: entries, problems: problems, filesExamined: candidates.count, metadataSize: metadataSize, foldersSize: foldersSize, directory: directory, identities: identities)
     }
 
     /// What examining a whole, valid entry file found.
