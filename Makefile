@@ -9,7 +9,7 @@ SHELL := /bin/bash
 # Debian packages the build and the tests need (later modules add theirs here).
 DEBIAN_PACKAGES := liblz4-dev lz4 pkg-config redis-server redis-tools
 
-.PHONY: all deps build test test-under-load demo bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
+.PHONY: all deps build test test-under-load demo docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
@@ -35,6 +35,9 @@ test-under-load: deps
 
 demo: deps
 	$(SWIFT) run -c release haneke demo
+
+docs: deps
+	scripts/build-docs
 
 # Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the
 # table and writes bench-results.json; `make bench-smoke` runs every benchmark a few iterations.
