@@ -14,7 +14,7 @@ BUILD_PACKAGES := liblz4-dev pkg-config
 TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
 BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools
 
-.PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
+.PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
@@ -64,6 +64,10 @@ demo: release
 # `haneke`, its man page and its bash, zsh and fish completions, under $(DESTDIR)$(PREFIX).
 install: release
 	SWIFT=$(SWIFT) scripts/install-tool "$(DESTDIR)$(PREFIX)"
+
+# The DocC documentation of every library module, in .build/docs; any warning fails it.
+docs: build-deps
+	scripts/build-docs
 
 # Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the
 # table and writes bench-results.json; `make bench-smoke` runs every benchmark a few iterations.

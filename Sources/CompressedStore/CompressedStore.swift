@@ -14,7 +14,7 @@ import Synchronization
 /// decode or to match its checksum makes a read throw `StoreError` with code `corrupted` (in a chain:
 /// a miss, the entry removed, the fetcher asked). A frame that claims more than the
 /// ``Configuration/decompressionLimit`` is refused with `decompressionLimitExceeded` before anything
-/// is allocated for it. Incompressible values grow only by the frame's overhead (about 15 bytes plus
+/// is allocated for it. Incompressible values grow only by the frame's overhead (23 bytes plus
 /// 4 per block), because the frame format stores such blocks raw.
 ///
 /// Compression runs on the calling task: it is CPU work (about 700 MB/s), not blocking I/O.
@@ -30,7 +30,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     public let configuration: Configuration
     @usableFromInline let counters = CompressionCounters()
 
-    /// Compresses into `base`. Prefer ``Store/compressed(_:)``.
+    /// Compresses into `base`. Prefer ``HanekeProtocols/Store/compressed(_:)``.
     /// - Parameters:
     ///   - base: The store that holds the frames.
     ///   - configuration: How values are compressed.

@@ -36,7 +36,7 @@ public import Logging
 ///   the folder, so the LRU order survives a restart; the journal is written at most
 ///   ``Configuration/recencyFlushInterval`` after a read or a write, and at `exit()`. Capacity is
 ///   enforced on the write path, evicting the least recently used entries first.
-/// - The async methods run their I/O on an ``IOExecutor`` (by default the shared one, a bounded
+/// - The async methods run their I/O on an `IOExecutor` (by default the shared one, a bounded
 ///   number of threads), so they never block Swift's cooperative threads on disk I/O; the hop costs
 ///   about 1–3 µs. The synchronous methods of the same names do the same work on the caller's
 ///   thread.
@@ -126,7 +126,7 @@ public final class FileStore: Store {
     ///   - configuration: Limits and policies.
     ///   - name: The layer name reported in statistics.
     ///   - logger: Where damaged files and failed clean-ups are logged.
-    ///   - executor: Where the async methods run their blocking I/O; ``IOExecutor/shared`` by default.
+    ///   - executor: Where the async methods run their blocking I/O; `IOExecutor.shared` by default.
     /// - Throws: `StoreError` with code `notAStore` when the folder holds files but is not a
     ///   store's, `unsafeDirectory` when it belongs to another user or others may write to it, `io`
     ///   when it cannot be created or read.

@@ -16,7 +16,7 @@ public import Logging
 /// folder cannot be used — or there is no home folder at all — the format works from memory alone
 /// and says so in the log. Each format's folder is private to the user (`0700`, files `0600`).
 /// Creating a cache never waits for the disk: each format's folder opens in the background on the
-/// shared ``IOExecutor``, and the first operation that needs it waits for it (suspending, without
+/// shared `IOExecutor`, and the first operation that needs it waits for it (suspending, without
 /// blocking a thread). Concurrent fetches of one key in one format share one fetcher call; writes of
 /// one key take turns, so a value set while a fetch is under way is not overwritten by it, and a
 /// layer that fails to read is a miss (logged), not a failure.

@@ -17,7 +17,7 @@ public struct Format<Value: Sendable>: Sendable {
     /// The most values kept in memory. `10,000` by default; `nil` for no limit.
     public var memoryCountLimit: Int?
     /// The most total cost kept in memory, in bytes: `Data` and `String` by their size, a
-    /// ``CostMeasurable`` value (`JSON`) by its `cacheCost`, any other value by the size of its
+    /// `CostMeasurable` value (`JSON`) by its `cacheCost`, any other value by the size of its
     /// encoding. `64 MiB` by default; `nil` for no limit.
     public var memoryCostLimit: Int?
     /// Whether the disk layer compresses values with LZ4. `true` by default; turn it off for values

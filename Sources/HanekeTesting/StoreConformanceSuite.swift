@@ -1,7 +1,7 @@
 public import Foundation
 public import HanekeProtocols
 
-/// The behaviour every ``Store`` promises, checked in one call: run it against your own store to
+/// The behaviour every `Store` promises, checked in one call: run it against your own store to
 /// know it can take the place of a built-in one.
 ///
 /// ```swift

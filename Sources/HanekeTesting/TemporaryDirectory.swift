@@ -2,7 +2,7 @@ public import Foundation
 import HanekeProtocols
 
 /// A new, empty directory under the system's temporary folder, removed with everything in it when
-/// the value is released (on ``IOExecutor/shared``, moments later): real files for tests, never
+/// the value is released (on `IOExecutor.shared`, moments later): real files for tests, never
 /// shared between tests.
 ///
 /// ```swift

@@ -5,7 +5,7 @@ public import Foundation
 ///
 /// Reads make an entry the most recently used; when a write takes the store over a limit, the least
 /// recently used entries are evicted. Every operation is O(1) and thread-safe. The methods are
-/// synchronous and never throw; they also satisfy the async ``Store`` requirements, so a
+/// synchronous and never throw; they also satisfy the async `Store` requirements, so a
 /// `MemoryStore` is called directly from any code and still composes into chains.
 ///
 /// Linux sends no memory warnings; a server that must shed memory calls ``trim(toCost:)`` or
@@ -44,7 +44,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - name: The layer name reported in statistics.
     ///   - clock: The clock that decides expiry; the system clock by default.
     ///   - cost: The cost of a value, counted against `costLimit`. `nil` selects the default: the byte
-    ///     size for `Data`, `[UInt8]` and `String` (UTF-8), ``CostMeasurable/cacheCost`` for a value
+    ///     size for `Data`, `[UInt8]` and `String` (UTF-8), `CostMeasurable.cacheCost` for a value
     ///     that declares one (`JSON` does), and 1 for any other type — pass a cost function when you
     ///     set a `costLimit` for other types.
     public init(
