@@ -105,20 +105,13 @@ struct Demo: AsyncParsableCommand {
             for entry in try await disk.executor.run({ disk.entries() }).prefix(3) {
                 print("  \(shown(entry.key))\n    → \(shown(entry.path))")
             }
-            let tool = Self.invocation
+            let tool = toolInvocation
             let folder = deleting ? "DIR/" + (disk.directory as NSString).lastPathComponent : Self.shellWord(disk.directory)
             print(deleting
                 ? "\nlook closer: this run's cache is deleted as it ends; run `\(tool) demo --keep` to keep it, then (DIR being the folder it prints):"
                 : "\nlook closer:")
             print("  \(tool) inspect \(folder)\n  \(tool) verify \(folder)\n  \(tool) get \(folder) \(urls[0].absoluteString)")
         }
-    }
-
-    /// How the user runs this tool: `haneke` once installed, `swift run -c release haneke` when the
-    /// running executable is a build inside a `.build/` folder.
-    static var invocation: String {
-        let executable = Bundle.main.executableURL?.resolvingSymlinksInPath().path ?? CommandLine.arguments[0]
-        return executable.contains("/.build/") ? "swift run -c release haneke" : "haneke"
     }
 
     /// `path` as one word for a POSIX shell: as it is when it holds only safe characters, else in

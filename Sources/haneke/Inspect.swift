@@ -51,7 +51,7 @@ struct Inspect: ParsableCommand {
             print("\n\(inspection.entries.count) entries, \(ByteSize.format(inFiles)) in files, \(ByteSize.format(onDisk)) on disk")
         }
         if !inspection.problems.isEmpty {
-            printError("\(inspection.problems.count) problem(s) found; run `haneke verify \(shown(folder))` for details")
+            printError("\(inspection.problems.count) problem(s) found; run `\(toolInvocation) verify \(shown(folder))` for details")
         }
     }
 

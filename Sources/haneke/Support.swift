@@ -191,3 +191,10 @@ final class ProgressLine {
         printError("\r\u{1B}[K", terminator: "")
     }
 }
+
+/// How the user runs this tool, for hints: `haneke` once installed, `swift run -c release haneke`
+/// when the running executable is a build inside a `.build/` folder.
+var toolInvocation: String {
+    let executable = Bundle.main.executableURL?.resolvingSymlinksInPath().path ?? CommandLine.arguments[0]
+    return executable.contains("/.build/") ? "swift run -c release haneke" : "haneke"
+}
