@@ -75,7 +75,9 @@ let package = Package(
         .target(
             name: "Haneke",
             dependencies: [
-                "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore", "RedisStore", "Formats",
+                // Not RedisStore: it brings SwiftNIO, a third more to build for every app that
+                // only wants a Cache (README, "Use it in your package"); Redis users add its product.
+                "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore", "Formats",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -130,7 +132,7 @@ let package = Package(
         // share one Redis (not a product).
         .executableTarget(
             name: "RedisStorePeer",
-            dependencies: ["Haneke"],
+            dependencies: ["Haneke", "RedisStore"],
             path: "Tests/RedisStorePeer"
         ),
 
@@ -196,7 +198,7 @@ let package = Package(
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(
             name: "HanekeTestingTests",
-            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke"]
+            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke", "RedisStore"]
         ),
     ]
 )

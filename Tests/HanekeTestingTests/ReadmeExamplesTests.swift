@@ -5,6 +5,7 @@
 import Foundation
 import Haneke
 import HanekeTesting
+import RedisStore
 import Testing
 
 struct Greeting: Codable, Hashable, Sendable, DataConvertible, DataRepresentable {

@@ -7,6 +7,7 @@
 
 import Foundation
 import Haneke
+import RedisStore
 
 /// What the peer prints; SharedTierTests decodes it.
 struct Report: Codable {
