@@ -2,8 +2,8 @@ public import Foundation
 import HanekeProtocols
 
 /// A new, empty directory under the system's temporary folder, removed with everything in it when
-/// the value is released (on `IOExecutor.shared`, moments later): real files for tests, never
-/// shared between tests.
+/// the value is released (on `IOExecutor.shared`, moments later, or at the latest when the process
+/// exits): real files for tests, never shared between tests, never left behind.
 ///
 /// ```swift
 /// let directory = try TemporaryDirectory()
@@ -20,6 +20,8 @@ public final class TemporaryDirectory: Sendable {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         path = base + "/" + prefix + "-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        Self.unremoved.withLock { _ = $0.insert(path) }
+        _ = Self.removeUnremovedAtExit
     }
 
     /// The directory as a file URL.
@@ -36,6 +38,22 @@ public final class TemporaryDirectory: Sendable {
     /// reference is often released by an async test, on one of Swift's cooperative threads.
     deinit {
         let path = path
-        IOExecutor.shared.submit { try? FileManager.default.removeItem(atPath: path) }
+        IOExecutor.shared.submit {
+            try? FileManager.default.removeItem(atPath: path)
+            Self.unremoved.withLock { _ = $0.remove(path) }
+        }
     }
+
+    /// The directories made and not removed yet: still in use, or released and waiting for the
+    /// executor, which a test process that ends at once would never run.
+    private static let unremoved = Locked<Set<String>>([])
+
+    /// Removes, at exit, what `unremoved` still holds; registered once, with the first directory.
+    private static let removeUnremovedAtExit: Void = {
+        atexit {
+            for path in TemporaryDirectory.unremoved.withLock({ $0 }) {
+                try? FileManager.default.removeItem(atPath: path)
+            }
+        }
+    }()
 }

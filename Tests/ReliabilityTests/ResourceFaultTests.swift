@@ -65,7 +65,9 @@ struct ResourceFaultTests {
         } catch {
             failure = error
         }
-        _ = try? await ChildProcess.run("/bin/umount", [mountPoint.path])
+        // Lazily: the store's folder descriptor may still be open (a journal flush pending), and
+        // a busy tmpfs left mounted would keep its mount point in the temporary folder for good.
+        _ = try? await ChildProcess.run("/bin/umount", ["--lazy", mountPoint.path])
         if let failure { throw failure }
     }
 
