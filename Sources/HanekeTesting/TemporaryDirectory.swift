@@ -20,8 +20,8 @@ public final class TemporaryDirectory: Sendable {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         path = base + "/" + prefix + "-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        Self.unremoved.withLock { _ = $0.insert(path) }
-        _ = Self.removeUnremovedAtExit
+        Self.made.withLock { _ = $0.insert(path) }
+        _ = Self.removeLeftoversAtExit
     }
 
     /// The directory as a file URL.
@@ -38,21 +38,23 @@ public final class TemporaryDirectory: Sendable {
     /// reference is often released by an async test, on one of Swift's cooperative threads.
     deinit {
         let path = path
-        IOExecutor.shared.submit {
-            try? FileManager.default.removeItem(atPath: path)
-            Self.unremoved.withLock { _ = $0.remove(path) }
-        }
+        IOExecutor.shared.submit { try? FileManager.default.removeItem(atPath: path) }
     }
 
-    /// The directories made and not removed yet: still in use, or released and waiting for the
-    /// executor, which a test process that ends at once would never run.
-    private static let unremoved = Locked<Set<String>>([])
+    /// Every directory this process made. Some are still there at exit: the executor had not run
+    /// a removal yet, or a store that outlived its directory made its folder again there (a
+    /// `FileStore` opens a deleted folder again, and a `Cache` opens its stores in the background).
+    private static let made = Locked<Set<String>>([])
 
-    /// Removes, at exit, what `unremoved` still holds; registered once, with the first directory.
-    private static let removeUnremovedAtExit: Void = {
+    /// Removes, at exit, every directory of `made` that exists; registered once, with the first.
+    private static let removeLeftoversAtExit: Void = {
         atexit {
-            for path in TemporaryDirectory.unremoved.withLock({ $0 }) {
-                try? FileManager.default.removeItem(atPath: path)
+            for path in TemporaryDirectory.made.withLock({ $0 }) {
+                // A few tries: the executor may be removing the same tree, and a file one walk
+                // expected can vanish under it.
+                for _ in 0..<3 where FileManager.default.fileExists(atPath: path) {
+                    try? FileManager.default.removeItem(atPath: path)
+                }
             }
         }
     }()
