@@ -116,6 +116,8 @@ struct ReadmeExamplesTests {
         #expect(scratch.base.count == 0)
         #expect(disk.failingOperations == [.read])
         #expect(spy.calls.isEmpty)
-        #expect(clock.now() == clock.now())
+        let start = clock.now()
+        clock.advance(by: .seconds(61))
+        #expect(clock.now() == start.addingTimeInterval(61))
     }
 }
