@@ -228,7 +228,7 @@ struct NetworkFetcherTests {
     /// 3.4 MB on the wire inflate to 512 MiB: counted as they are decoded, the bytes pass the
     /// limit early and the fetch fails at once, its body dropped, so the peak memory stays far
     /// below the bomb's size. (With the limit off, the same fetch raises it by about 460 MiB.)
-    @Test(arguments: [8 << 20, 64 << 20])
+    @Test(.tags(.slow), arguments: [8 << 20, 64 << 20])
     func aGzipBombFailsOnceItPassesTheLimit(limit: Int) async throws {
         _ = await Self.bomb.value   // built before the peak is measured
         let before = peakMemory()

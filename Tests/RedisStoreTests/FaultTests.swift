@@ -11,8 +11,9 @@ import TestSupport
 
 /// What the store does when Redis is down, slow, or talks nonsense: it answers quickly with an
 /// error, a chain reads it as a miss, and it reconnects by itself.
+@Suite(.tags(.slow))
 struct FaultTests {
-    @Test func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
+    @Test(.tags(.redis, .process)) func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
         let server = try await RedisTestServer()
         let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
         try await store.setValue(Data("v".utf8), forKey: "k")
@@ -46,7 +47,7 @@ struct FaultTests {
         #expect(try await store.value(forKey: "k") == Data("again".utf8))
     }
 
-    @Test func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
+    @Test(.tags(.redis, .process)) func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
         let server = try await RedisTestServer()
         await server.stop()   // a port that was just free: nothing listens on it now
         let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
@@ -61,7 +62,7 @@ struct FaultTests {
 
     /// With Redis down, a chain reads it as a miss and the fetcher answers; memory hits never
     /// touch Redis; a write reaches the other layers and then reports `unavailable`.
-    @Test func aChainReadsRedisDownAsAMiss() async throws {
+    @Test(.tags(.redis, .process)) func aChainReadsRedisDownAsAMiss() async throws {
         let server = try await RedisTestServer()
         await server.stop()
         let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
@@ -206,7 +207,7 @@ struct FaultTests {
     /// The password of the URL is in no error — not its message, its description or anything it
     /// holds — and in no line of the log: not when the server refuses the password, not when
     /// it refuses a command of a store that logged in, not when the connection is refused.
-    @Test func thePasswordIsInNoErrorAndNoLogLine() async throws {
+    @Test(.tags(.redis, .process)) func thePasswordIsInNoErrorAndNoLogLine() async throws {
         let server = try await RedisTestServer(arguments: ["--requirepass", "correct horse"])
         let password = "wrong-battery-staple"
         let log = LogCapture()
@@ -254,7 +255,7 @@ struct FaultTests {
     /// The fault test: redis-server is killed in the middle of a load on a memory → LZ4
     /// file → Redis → fetcher chain. Every fetch still returns the right value; after a restart the
     /// Redis tier serves hits again.
-    @Test func aChainKeepsAnsweringWhenRedisIsKilledMidLoadAndUsesItAgainAfterARestart() async throws {
+    @Test(.tags(.redis, .process, .disk)) func aChainKeepsAnsweringWhenRedisIsKilledMidLoadAndUsesItAgainAfterARestart() async throws {
         let server = try await RedisTestServer()
         let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
         let directory = try TemporaryDirectory()

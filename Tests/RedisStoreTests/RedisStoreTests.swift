@@ -4,8 +4,10 @@ import HanekeTesting
 import NIOCore
 @testable import RedisStore
 import Testing
+import TestSupport
 
 /// RedisStore against a real redis-server.
+@Suite(.tags(.redis))
 struct RedisStoreTests {
     @Test func conformsToStore() async throws {
         let url = try await SharedRedis.url()
@@ -231,7 +233,7 @@ struct RedisStoreTests {
 
     // MARK: - Logging in and choosing a database (servers of their own)
 
-    @Test func logsInWithAPassword() async throws {
+    @Test(.tags(.process)) func logsInWithAPassword() async throws {
         let server = try await RedisTestServer(arguments: ["--requirepass", "s3cret pass"])
         let store = try RedisStore(url: "redis://:s3cret%20pass@127.0.0.1:\(server.port)", keyPrefix: "p:")
         try await store.setValue(Data("v".utf8), forKey: "k")
@@ -252,7 +254,7 @@ struct RedisStoreTests {
         }
     }
 
-    @Test func logsInAsAnACLUserAndSelectsTheDatabase() async throws {
+    @Test(.tags(.process)) func logsInAsAnACLUserAndSelectsTheDatabase() async throws {
         let server = try await RedisTestServer(arguments: [
             "--user", "default", "off",
             "--user", "cache", "on", ">wonder@land", "~haneke:*", "+@all",

@@ -8,6 +8,7 @@ import TestSupport
 
 /// Two processes — two "machines", each with its own memory and disk tiers — share one Redis: what
 /// one fetched is a Redis hit for the other, and the origin is asked once.
+@Suite(.tags(.redis, .process, .disk, .slow))
 struct SharedTierTests {
     @Test func aValueFetchedByOneProcessIsARedisHitForTheOther() async throws {
         let redisURL = try await SharedRedis.url()
