@@ -72,36 +72,40 @@ struct ReadmeExamplesTests {
 
     @Test(.tags(.redis, .process, .disk)) func aSharedTierOnRedisRuns() async throws {
         let server = try await RedisTestServer()
-        let directory = try TemporaryDirectory()
-        var configuration = try RedisStore.Configuration(url: server.url, keyPrefix: "images:")   // the README's URL
-        configuration.timeToLive = .seconds(7 * 24 * 3600)
-        let images = MemoryStore<String, Data>(costLimit: 64 << 20)
-            .chained(to: try FileStore(directory: directory.path, capacity: 1 << 30).compressed())
-            .chained(to: RedisStore(configuration: configuration))
-            .fetching { url in Data("the image at \(url)".utf8) }   // NetworkFetcher<Data>() in the README
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let directory = try TemporaryDirectory()
+            var configuration = try RedisStore.Configuration(url: server.url, keyPrefix: "images:")   // the README's URL
+            configuration.timeToLive = .seconds(7 * 24 * 3600)
+            let images = MemoryStore<String, Data>(costLimit: 64 << 20)
+                .chained(to: try FileStore(directory: directory.path, capacity: 1 << 30).compressed())
+                .chained(to: RedisStore(configuration: configuration))
+                .fetching { url in Data("the image at \(url)".utf8) }   // NetworkFetcher<Data>() in the README
 
-        #expect(try await images.fetch("https://example.com/a.png") == Data("the image at https://example.com/a.png".utf8))
-        let redis = images.layerStatistics[2]
-        #expect(redis.name == "redis")
-        #expect(redis.statistics.misses == 1 && redis.statistics.writes == 1)
+            #expect(try await images.fetch("https://example.com/a.png") == Data("the image at https://example.com/a.png".utf8))
+            let redis = images.layerStatistics[2]
+            #expect(redis.name == "redis")
+            #expect(redis.statistics.misses == 1 && redis.statistics.writes == 1)
+        }
     }
 
     @Test(.tags(.redis, .process)) func aRedisTestServer() async throws {
         let server = try await RedisTestServer()      // a free loopback port, no persistence, a temporary folder
-        let redis = try RedisStore(url: server.url, keyPrefix: "test:")
-        try await redis.setValue(Data("v".utf8), forKey: "k")
-        await server.kill()                            // a crash: operations throw `unavailable` at once
-        await #expect {
-            _ = try await redis.value(forKey: "k")
-        } throws: { error in
-            (error as? StoreError)?.code == .unavailable
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let redis = try RedisStore(url: server.url, keyPrefix: "test:")
+            try await redis.setValue(Data("v".utf8), forKey: "k")
+            await server.kill()                            // a crash: operations throw `unavailable` at once
+            await #expect {
+                _ = try await redis.value(forKey: "k")
+            } throws: { error in
+                (error as? StoreError)?.code == .unavailable
+            }
+            try await server.start()                       // back, empty, on the same port
+            let deadline = ContinuousClock.now + .seconds(10)
+            while (try? await redis.ping()) == nil, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))   // the store reconnects by itself
+            }
+            #expect(try await redis.value(forKey: "k") == nil)
         }
-        try await server.start()                       // back, empty, on the same port
-        let deadline = ContinuousClock.now + .seconds(10)
-        while (try? await redis.ping()) == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))   // the store reconnects by itself
-        }
-        #expect(try await redis.value(forKey: "k") == nil)
     }
 
     @Test func myStoreBehavesLikeAStore() async throws {

@@ -49,14 +49,7 @@ struct NetworkFetcherTests {
 
     /// Runs `body` with a server of its own, and waits for the server to shut down.
     func withServer(_ body: (LoopbackHTTPServer) async throws -> Void) async throws {
-        let server = try await Self.startServer()
-        do {
-            try await body(server)
-        } catch {
-            await server.shutdown()
-            throw error
-        }
-        await server.shutdown()
+        try await TestSupport.withServer(try await Self.startServer(), shutdown: { await $0.shutdown() }, body)
     }
 
     func fetch(_ path: String, from server: LoopbackHTTPServer) async throws -> JSON {
