@@ -198,7 +198,7 @@ let package = Package(
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(
             name: "HanekeTestingTests",
-            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke", "RedisStore"]
+            dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke", "RedisStore", "TestSupport"]
         ),
     ]
 )

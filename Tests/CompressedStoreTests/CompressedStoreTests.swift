@@ -7,7 +7,7 @@ import MemoryStore
 import Testing
 import TestSupport
 
-@Suite(.timeLimit(.minutes(2)), .offThePool)
+@Suite(.timeLimit(.minutes(2)), .offThePool, .tags(.disk))
 struct CompressedStoreTests {
     static let frameOverhead = 7 + 8 + 4 + 4   // header with content size, end mark, content checksum
 
@@ -50,7 +50,7 @@ struct CompressedStoreTests {
         #expect(try await bytes.compressed().value(forKey: "k") == (try fixture(originalName)))
     }
 
-    @Test func framesThisStoreWritesDecodeWithTheLZ4Tool() async throws {
+    @Test(.tags(.process)) func framesThisStoreWritesDecodeWithTheLZ4Tool() async throws {
         let lz4 = try #require(Self.lz4Tool, "the lz4 tool is missing: make test installs it")
         let directory = try TemporaryDirectory()
         let disk = try FileStore(directory: directory.path)
@@ -70,7 +70,7 @@ struct CompressedStoreTests {
         }
     }
 
-    @Test func highCompressionFramesAlsoDecodeWithTheLZ4Tool() async throws {
+    @Test(.tags(.process)) func highCompressionFramesAlsoDecodeWithTheLZ4Tool() async throws {
         let lz4 = try #require(Self.lz4Tool)
         let directory = try TemporaryDirectory()
         let value = Self.text(200_000)

@@ -6,7 +6,7 @@ import MemoryStore
 import Testing
 import TestSupport
 
-@Suite(.timeLimit(.minutes(2)), .offThePool)
+@Suite(.timeLimit(.minutes(2)), .offThePool, .tags(.disk))
 struct FileStoreTests {
     let directory: TemporaryDirectory
 

@@ -11,7 +11,7 @@ import Glibc
 
 /// A store touches only what it made: it refuses folders that are not its own, follows no link
 /// inside its folder, keeps its files private, and removes nothing whose name it did not make.
-@Suite(.timeLimit(.minutes(2)), .offThePool)
+@Suite(.timeLimit(.minutes(2)), .offThePool, .tags(.disk))
 struct FileSystemSafetyTests {
     let directory: TemporaryDirectory
 
@@ -230,7 +230,7 @@ struct FileSystemSafetyTests {
 
     /// The pattern of CVE-2022-21658: while the store removes everything, shard folders keep being
     /// swapped for links to a tree that looks exactly like a store's. Not one file of it is touched.
-    @Test func removeAllCannotBeRedirectedByALinkSwappedInMidWalk() async throws {
+    @Test(.tags(.slow)) func removeAllCannotBeRedirectedByALinkSwappedInMidWalk() async throws {
         let store = try open()
         let keys = (0..<2_000).map { "key-\($0)" }
         for key in keys { try await store.setValue(Data("v".utf8), forKey: key) }

@@ -7,7 +7,7 @@ import TestSupport
 
 /// Files whose header is well formed (right magic, version and checksum) but lies about lengths:
 /// anyone can forge the checksum, so the store must not trust the lengths beyond the file's size.
-@Suite(.timeLimit(.minutes(1)), .offThePool)
+@Suite(.timeLimit(.minutes(1)), .offThePool, .tags(.disk))
 struct HostileHeaderTests {
     let directory: TemporaryDirectory
 

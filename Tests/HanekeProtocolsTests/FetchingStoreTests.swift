@@ -4,6 +4,7 @@ import HanekeProtocols
 import HanekeTesting
 import MemoryStore
 import Testing
+import TestSupport
 
 @Suite(.timeLimit(.minutes(1)))
 struct FetchingStoreTests {
@@ -252,14 +253,4 @@ struct FetchingStoreTests {
             MemoryStore<String, Data>().fetching { _ in throw StoreError(.notFound, "no source") }
         }.run()
     }
-}
-
-/// Yields until `condition` holds, failing after many tries (no wall-clock sleep).
-func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    for _ in 0..<1_000_000 {
-        if condition() { return }
-        await Task.yield()
-    }
-    Issue.record("condition never held", sourceLocation: sourceLocation)
-    throw CancellationError()
 }

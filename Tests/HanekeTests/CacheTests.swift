@@ -5,7 +5,7 @@ import HanekeTesting
 import Testing
 import TestSupport
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .tags(.disk))
 struct CacheTests {
     let directory: TemporaryDirectory
 

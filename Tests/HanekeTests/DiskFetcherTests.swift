@@ -4,7 +4,7 @@ import HanekeTesting
 import Testing
 import TestSupport
 
-@Suite(.offThePool)
+@Suite(.offThePool, .tags(.disk))
 struct DiskFetcherTests {
     @Test func aFileIsReadAndDecoded() async throws {
         let directory = try TemporaryDirectory()

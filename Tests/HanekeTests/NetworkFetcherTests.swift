@@ -49,14 +49,7 @@ struct NetworkFetcherTests {
 
     /// Runs `body` with a server of its own, and waits for the server to shut down.
     func withServer(_ body: (LoopbackHTTPServer) async throws -> Void) async throws {
-        let server = try await Self.startServer()
-        do {
-            try await body(server)
-        } catch {
-            await server.shutdown()
-            throw error
-        }
-        await server.shutdown()
+        try await TestSupport.withServer(try await Self.startServer(), shutdown: { await $0.shutdown() }, body)
     }
 
     func fetch(_ path: String, from server: LoopbackHTTPServer) async throws -> JSON {
@@ -228,7 +221,7 @@ struct NetworkFetcherTests {
     /// 3.4 MB on the wire inflate to 512 MiB: counted as they are decoded, the bytes pass the
     /// limit early and the fetch fails at once, its body dropped, so the peak memory stays far
     /// below the bomb's size. (With the limit off, the same fetch raises it by about 460 MiB.)
-    @Test(arguments: [8 << 20, 64 << 20])
+    @Test(.tags(.slow), arguments: [8 << 20, 64 << 20])
     func aGzipBombFailsOnceItPassesTheLimit(limit: Int) async throws {
         _ = await Self.bomb.value   // built before the peak is measured
         let before = peakMemory()

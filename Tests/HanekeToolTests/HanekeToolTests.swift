@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// The `haneke` tool, run as a separate process the way a user runs it.
-@Suite(.timeLimit(.minutes(2)), .offThePool)
+@Suite(.timeLimit(.minutes(2)), .offThePool, .tags(.disk, .process, .slow))
 struct HanekeToolTests {
     typealias Run = ChildProcess.Outcome
 

@@ -11,42 +11,45 @@ import TestSupport
 
 /// What the store does when Redis is down, slow, or talks nonsense: it answers quickly with an
 /// error, a chain reads it as a miss, and it reconnects by itself.
+@Suite(.tags(.slow))
 struct FaultTests {
-    @Test func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
+    @Test(.tags(.redis, .process)) func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
         let server = try await RedisTestServer()
-        let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
-        try await store.setValue(Data("v".utf8), forKey: "k")
-        await server.kill()
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            try await store.setValue(Data("v".utf8), forKey: "k")
+            await server.kill()
 
-        let operations: [(String, @Sendable () async throws -> Void)] = [
-            ("read", { _ = try await store.value(forKey: "k") }),
-            ("write", { try await store.setValue(Data(), forKey: "k") }),
-            ("remove", { try await store.removeValue(forKey: "k") }),
-            ("remove all keys", { try await store.removeAll() }),
-        ]
-        for round in 0..<25 {
-            for (name, operation) in operations {
-                let start = ContinuousClock.now
-                await #expect {
-                    try await operation()
-                } throws: { error in
-                    guard let error = error as? StoreError else { return false }
-                    return error.code == .unavailable && error.message.contains("127.0.0.1:\(server.port)")
+            let operations: [(String, @Sendable () async throws -> Void)] = [
+                ("read", { _ = try await store.value(forKey: "k") }),
+                ("write", { try await store.setValue(Data(), forKey: "k") }),
+                ("remove", { try await store.removeValue(forKey: "k") }),
+                ("remove all keys", { try await store.removeAll() }),
+            ]
+            for round in 0..<25 {
+                for (name, operation) in operations {
+                    let start = ContinuousClock.now
+                    await #expect {
+                        try await operation()
+                    } throws: { error in
+                        guard let error = error as? StoreError else { return false }
+                        return error.code == .unavailable && error.message.contains("127.0.0.1:\(server.port)")
+                    }
+                    #expect(ContinuousClock.now - start < .seconds(2), "\(name), round \(round): no waiting for a timeout")
                 }
-                #expect(ContinuousClock.now - start < .seconds(2), "\(name), round \(round): no waiting for a timeout")
             }
-        }
-        #expect(store.statistics.errors == 100)
+            #expect(store.statistics.errors == 100)
 
-        // Back up (empty: nothing was persisted), and the store reconnects by itself.
-        try await server.start()
-        try await waitUntil { (try? await store.ping()) != nil }
-        #expect(try await store.value(forKey: "k") == nil)
-        try await store.setValue(Data("again".utf8), forKey: "k")
-        #expect(try await store.value(forKey: "k") == Data("again".utf8))
+            // Back up (empty: nothing was persisted), and the store reconnects by itself.
+            try await server.start()
+            try await waitUntil { (try? await store.ping()) != nil }
+            #expect(try await store.value(forKey: "k") == nil)
+            try await store.setValue(Data("again".utf8), forKey: "k")
+            #expect(try await store.value(forKey: "k") == Data("again".utf8))
+        }
     }
 
-    @Test func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
+    @Test(.tags(.redis, .process)) func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
         let server = try await RedisTestServer()
         await server.stop()   // a port that was just free: nothing listens on it now
         let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
@@ -61,7 +64,7 @@ struct FaultTests {
 
     /// With Redis down, a chain reads it as a miss and the fetcher answers; memory hits never
     /// touch Redis; a write reaches the other layers and then reports `unavailable`.
-    @Test func aChainReadsRedisDownAsAMiss() async throws {
+    @Test(.tags(.redis, .process)) func aChainReadsRedisDownAsAMiss() async throws {
         let server = try await RedisTestServer()
         await server.stop()
         let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
@@ -88,41 +91,43 @@ struct FaultTests {
         let server = try await ScriptedRedisServer.start { name, _ in
             name == "PING" ? .bytes("+PONG\r\n") : .silence
         }
-        var configuration = try Self.configuration(server.url)
-        configuration.commandTimeout = .milliseconds(200)
-        configuration.connectionCount = 1
-        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)
+            configuration.commandTimeout = .milliseconds(200)
+            configuration.connectionCount = 1
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
 
-        let start = ContinuousClock.now
-        await #expect {
-            _ = try await store.value(forKey: "k")
-        } throws: { error in
-            guard let error = error as? StoreError else { return false }
-            return error.code == .timeout && error.message.contains("no reply within 200 ms; the connection was dropped")
+            let start = ContinuousClock.now
+            await #expect {
+                _ = try await store.value(forKey: "k")
+            } throws: { error in
+                guard let error = error as? StoreError else { return false }
+                return error.code == .timeout && error.message.contains("no reply within 200 ms; the connection was dropped")
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(20))
+            try await waitUntil { server.connectionsClosed == 1 }
         }
-        let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(20))
-        try await waitUntil { server.connectionsClosed == 1 }
-        await server.shutdown()
     }
 
     @Test func aCancelledTaskStopsWaitingForTheReplyAtOnce() async throws {
         let server = try await ScriptedRedisServer.start { name, _ in
             name == "PING" ? .bytes("+PONG\r\n") : .silence
         }
-        var configuration = try Self.configuration(server.url)   // a 30 s command timeout
-        configuration.connectionCount = 1
-        let store = RedisStore(configuration: configuration, logger: Self.quiet)
-        try await store.ping()
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)   // a 30 s command timeout
+            configuration.connectionCount = 1
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            try await store.ping()
 
-        let start = ContinuousClock.now
-        let read = Task { try await store.value(forKey: "k") }
-        try await waitUntil { server.commandNames.contains("GET") }
-        read.cancel()
-        await #expect(throws: CancellationError.self) { _ = try await read.value }
-        #expect(ContinuousClock.now - start < .seconds(10), "no waiting for the 30 s timeout")
-        #expect(store.statistics.errors == 0, "a cancellation is not a failure of the store")
-        await server.shutdown()
+            let start = ContinuousClock.now
+            let read = Task { try await store.value(forKey: "k") }
+            try await waitUntil { server.commandNames.contains("GET") }
+            read.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await read.value }
+            #expect(ContinuousClock.now - start < .seconds(10), "no waiting for the 30 s timeout")
+            #expect(store.statistics.errors == 0, "a cancellation is not a failure of the store")
+        }
     }
 
     @Test func aMalformedReplyIsAClearErrorAndTheConnectionIsDropped() async throws {
@@ -134,23 +139,24 @@ struct FaultTests {
             default: return .bytes("-ERR unexpected\r\n")
             }
         }
-        var configuration = try Self.configuration(server.url)
-        configuration.connectionCount = 1
-        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)
+            configuration.connectionCount = 1
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
 
-        await #expect {
-            _ = try await store.value(forKey: "k")
-        } throws: { error in
-            guard let error = error as? StoreError else { return false }
-            return error.code == .io
-                && error.message.contains("Could not read key k on Redis")
-                && error.message.contains("malformed RESP reply: unknown type byte 0x25 ('%') where a reply should start; the connection was dropped")
+            await #expect {
+                _ = try await store.value(forKey: "k")
+            } throws: { error in
+                guard let error = error as? StoreError else { return false }
+                return error.code == .io
+                    && error.message.contains("Could not read key k on Redis")
+                    && error.message.contains("malformed RESP reply: unknown type byte 0x25 ('%') where a reply should start; the connection was dropped")
+            }
+            try await waitUntil { server.connectionsClosed == 1 }
+            // The next command opens a new connection, in step again.
+            #expect(try await store.value(forKey: "k") == Data("ok".utf8))
+            #expect(server.connectionsAccepted == 2)
         }
-        try await waitUntil { server.connectionsClosed == 1 }
-        // The next command opens a new connection, in step again.
-        #expect(try await store.value(forKey: "k") == Data("ok".utf8))
-        #expect(server.connectionsAccepted == 2)
-        await server.shutdown()
     }
 
     @Test func aCommandWhoseConnectionClosesIsSentAgainOnANewOne() async throws {
@@ -162,13 +168,14 @@ struct FaultTests {
             default: return .bytes("-ERR unexpected\r\n")
             }
         }
-        var configuration = try Self.configuration(server.url)
-        configuration.connectionCount = 1
-        let store = RedisStore(configuration: configuration, logger: Self.quiet)
-        #expect(try await store.value(forKey: "k") == Data("ok".utf8))
-        #expect(server.connectionsAccepted == 2)
-        #expect(server.commandNames == ["PING", "GET", "PING", "GET"])
-        await server.shutdown()
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)
+            configuration.connectionCount = 1
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            #expect(try await store.value(forKey: "k") == Data("ok".utf8))
+            #expect(server.connectionsAccepted == 2)
+            #expect(server.commandNames == ["PING", "GET", "PING", "GET"])
+        }
     }
 
     /// A server that never ends a scan — every `SCAN` answers a non-zero cursor — cannot keep
@@ -184,143 +191,148 @@ struct FaultTests {
             default: .bytes("-ERR unexpected\r\n")
             }
         }
-        var configuration = try Self.configuration(server.url)
-        configuration.maximumScanRounds = 25
-        let store = RedisStore(configuration: configuration, logger: Self.quiet)
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)
+            configuration.maximumScanRounds = 25
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
 
-        await #expect {
-            try await store.removeAll()
-        } throws: { error in
-            guard let error = error as? StoreError else { return false }
-            return error.code == .io
-                && error.message.hasPrefix("Could not remove all keys on Redis at 127.0.0.1:\(server.port): ")
-                && error.message.contains("the scan for keys with prefix \"fault:\" has not ended after 25 SCAN rounds")
-                && error.message.contains("the cursor is still 17")
+            await #expect {
+                try await store.removeAll()
+            } throws: { error in
+                guard let error = error as? StoreError else { return false }
+                return error.code == .io
+                    && error.message.hasPrefix("Could not remove all keys on Redis at 127.0.0.1:\(server.port): ")
+                    && error.message.contains("the scan for keys with prefix \"fault:\" has not ended after 25 SCAN rounds")
+                    && error.message.contains("the cursor is still 17")
+            }
+            #expect(server.commandNames.filter { $0 == "SCAN" }.count == 25)
+            #expect(server.commandNames.filter { $0 == "UNLINK" }.count == 25)
+            #expect(store.statistics.errors == 1)
         }
-        #expect(server.commandNames.filter { $0 == "SCAN" }.count == 25)
-        #expect(server.commandNames.filter { $0 == "UNLINK" }.count == 25)
-        #expect(store.statistics.errors == 1)
-        await server.shutdown()
     }
 
     /// The password of the URL is in no error — not its message, its description or anything it
     /// holds — and in no line of the log: not when the server refuses the password, not when
     /// it refuses a command of a store that logged in, not when the connection is refused.
-    @Test func thePasswordIsInNoErrorAndNoLogLine() async throws {
+    @Test(.tags(.redis, .process)) func thePasswordIsInNoErrorAndNoLogLine() async throws {
         let server = try await RedisTestServer(arguments: ["--requirepass", "correct horse"])
-        let password = "wrong-battery-staple"
-        let log = LogCapture()
-        let store = RedisStore(configuration: try Self.configuration("redis://admin:\(password)@127.0.0.1:\(server.port)"), logger: log.logger)
-        let loggedIn = RedisStore(configuration: try Self.configuration("redis://:correct%20horse@127.0.0.1:\(server.port)"), logger: log.logger)
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let password = "wrong-battery-staple"
+            let log = LogCapture()
+            let store = RedisStore(configuration: try Self.configuration("redis://admin:\(password)@127.0.0.1:\(server.port)"), logger: log.logger)
+            let loggedIn = RedisStore(configuration: try Self.configuration("redis://:correct%20horse@127.0.0.1:\(server.port)"), logger: log.logger)
 
-        var errors: [any Error] = []
-        func failure(_ operation: () async throws -> Void) async -> String {
-            do {
-                try await operation()
-                return "no error"
-            } catch {
-                errors.append(error)
-                return "\(error)"
+            var errors: [any Error] = []
+            func failure(_ operation: () async throws -> Void) async -> String {
+                do {
+                    try await operation()
+                    return "no error"
+                } catch {
+                    errors.append(error)
+                    return "\(error)"
+                }
             }
-        }
-        #expect(await failure { _ = try await store.value(forKey: "k") }.contains("WRONGPASS"))
-        _ = try await loggedIn.command("RPUSH", loggedIn.redisKey(for: "list"), "x")
-        #expect(await failure { _ = try await loggedIn.value(forKey: "list") }.contains("WRONGTYPE"))
-        await server.stop()
-        try await waitUntil("an error saying the connection was refused") {
-            await failure { try await store.setValue(Data(), forKey: "k") }.contains("Connection refused")
-        }
-        #expect(await failure { try await store.removeAll() } != "no error")
-        try await waitUntil("the logged-in store's connection to close") {
-            await failure { try await loggedIn.ping() }.contains("refused")
-        }
+            #expect(await failure { _ = try await store.value(forKey: "k") }.contains("WRONGPASS"))
+            _ = try await loggedIn.command("RPUSH", loggedIn.redisKey(for: "list"), "x")
+            #expect(await failure { _ = try await loggedIn.value(forKey: "list") }.contains("WRONGTYPE"))
+            await server.stop()
+            try await waitUntil("an error saying the connection was refused") {
+                await failure { try await store.setValue(Data(), forKey: "k") }.contains("Connection refused")
+            }
+            #expect(await failure { try await store.removeAll() } != "no error")
+            try await waitUntil("the logged-in store's connection to close") {
+                await failure { try await loggedIn.ping() }.contains("refused")
+            }
 
-        var texts = log.lines
-        #expect(texts.contains { $0.contains("Cannot connect to Redis") && $0.contains("WRONGPASS") })
-        #expect(texts.contains { $0.contains("A connection to Redis closed") })
-        for error in errors {
-            var dumped = ""
-            dump(error, to: &dumped)
-            texts += ["\(error)", String(reflecting: error), dumped]
-        }
-        for configuration in [store.configuration, loggedIn.configuration] {
-            texts += ["\(configuration)", String(reflecting: configuration), configuration.url]
-        }
-        for text in texts {
-            #expect(!text.contains(password) && !text.contains("correct horse") && !text.contains("correct%20horse"), "\(text)")
+            var texts = log.lines
+            #expect(texts.contains { $0.contains("Cannot connect to Redis") && $0.contains("WRONGPASS") })
+            #expect(texts.contains { $0.contains("A connection to Redis closed") })
+            for error in errors {
+                var dumped = ""
+                dump(error, to: &dumped)
+                texts += ["\(error)", String(reflecting: error), dumped]
+            }
+            for configuration in [store.configuration, loggedIn.configuration] {
+                texts += ["\(configuration)", String(reflecting: configuration), configuration.url]
+            }
+            for text in texts {
+                #expect(!text.contains(password) && !text.contains("correct horse") && !text.contains("correct%20horse"), "\(text)")
+            }
         }
     }
 
     /// The fault test: redis-server is killed in the middle of a load on a memory → LZ4
     /// file → Redis → fetcher chain. Every fetch still returns the right value; after a restart the
     /// Redis tier serves hits again.
-    @Test func aChainKeepsAnsweringWhenRedisIsKilledMidLoadAndUsesItAgainAfterARestart() async throws {
+    @Test(.tags(.redis, .process, .disk)) func aChainKeepsAnsweringWhenRedisIsKilledMidLoadAndUsesItAgainAfterARestart() async throws {
         let server = try await RedisTestServer()
-        let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
-        let directory = try TemporaryDirectory()
-        // Small upper tiers, so that many reads reach Redis.
-        let memory = MemoryStore<String, Data>(countLimit: 24, name: "memory")
-        let disk = try FileStore(directory: directory.path, capacity: 48 << 10)
-        let fetched = Locked(0)
-        let chain = memory
-            .chained(to: disk.compressed(), logger: Self.quiet)
-            .chained(to: redis, logger: Self.quiet)
-            .fetching(from: ClosureFetcher { (key: String) in
-                fetched.withLock { $0 += 1 }
-                return Self.value(for: key)
-            }, logger: Self.quiet)
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            let directory = try TemporaryDirectory()
+            // Small upper tiers, so that many reads reach Redis.
+            let memory = MemoryStore<String, Data>(countLimit: 24, name: "memory")
+            let disk = try FileStore(directory: directory.path, capacity: 48 << 10)
+            let fetched = Locked(0)
+            let chain = memory
+                .chained(to: disk.compressed(), logger: Self.quiet)
+                .chained(to: redis, logger: Self.quiet)
+                .fetching(from: ClosureFetcher { (key: String) in
+                    fetched.withLock { $0 += 1 }
+                    return Self.value(for: key)
+                }, logger: Self.quiet)
 
-        func redisStatistics() -> StoreStatistics { redis.statistics }
+            func redisStatistics() -> StoreStatistics { redis.statistics }
 
-        // Phase 1: load; one of the workers kills Redis a third of the way through.
-        let wrong = Locked(0)
-        let slowest = Locked(Duration.zero)
-        let completed = Locked(0)
-        func load(seed: UInt64, killAt: Int?) async throws {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for worker in 0..<8 {
-                    group.addTask {
-                        var random = SeededRandomNumberGenerator(seed: seed &+ UInt64(worker))
-                        for _ in 0..<250 {
-                            let key = "document-\(Int.random(in: 0..<300, using: &random))"
-                            let start = ContinuousClock.now
-                            let value = try await chain.fetch(key)
-                            let elapsed = ContinuousClock.now - start
-                            slowest.withLock { $0 = max($0, elapsed) }
-                            if value != Self.value(for: key) { wrong.withLock { $0 += 1 } }
-                            if completed.withLock({ $0 += 1; return $0 }) == killAt { await server.kill() }
+            // Phase 1: load; one of the workers kills Redis a third of the way through.
+            let wrong = Locked(0)
+            let slowest = Locked(Duration.zero)
+            let completed = Locked(0)
+            func load(seed: UInt64, killAt: Int?) async throws {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            var random = SeededRandomNumberGenerator(seed: seed &+ UInt64(worker))
+                            for _ in 0..<250 {
+                                let key = "document-\(Int.random(in: 0..<300, using: &random))"
+                                let start = ContinuousClock.now
+                                let value = try await chain.fetch(key)
+                                let elapsed = ContinuousClock.now - start
+                                slowest.withLock { $0 = max($0, elapsed) }
+                                if value != Self.value(for: key) { wrong.withLock { $0 += 1 } }
+                                if completed.withLock({ $0 += 1; return $0 }) == killAt { await server.kill() }
+                            }
                         }
                     }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
             }
+
+            try await load(seed: 1, killAt: 700)
+            #expect(!server.isRunning)
+            #expect(wrong.withLock { $0 } == 0)
+            let duringOutage = redisStatistics()
+            #expect(duringOutage.errors > 0, "reads and writes during the outage fail, and are counted")
+            #expect(duringOutage.hits > 0, "Redis served before it was killed")
+
+            // Phase 2: still down; everything still answers, from memory, disk and the fetcher.
+            let fetchedBefore = fetched.withLock { $0 }
+            try await load(seed: 2, killAt: nil)
+            #expect(wrong.withLock { $0 } == 0)
+            #expect(redisStatistics().hits == duringOutage.hits)
+            #expect(fetched.withLock { $0 } > fetchedBefore)
+
+            // Phase 3: Redis restarts (empty); the store reconnects by itself and the tier serves again.
+            try await server.start()
+            try await waitUntil { (try? await redis.ping()) != nil }
+            let beforeRestartLoad = redisStatistics()
+            try await load(seed: 3, killAt: nil)
+            #expect(wrong.withLock { $0 } == 0)
+            let afterRestart = redisStatistics()
+            #expect(afterRestart.hits > beforeRestartLoad.hits, "the Redis tier serves hits again")
+            #expect(afterRestart.errors == beforeRestartLoad.errors, "no failures once Redis is back")
+            #expect(slowest.withLock { $0 } < .seconds(10), "no fetch waited for a timeout on the dead server")
+            print("redis fault: \(completed.withLock { $0 }) fetches across a kill and a restart, \(wrong.withLock { $0 }) wrong values, \(fetched.withLock { $0 }) fetcher calls, Redis \(afterRestart.hits) hits and \(afterRestart.errors) errors, slowest fetch \(slowest.withLock { $0 })")
         }
-
-        try await load(seed: 1, killAt: 700)
-        #expect(!server.isRunning)
-        #expect(wrong.withLock { $0 } == 0)
-        let duringOutage = redisStatistics()
-        #expect(duringOutage.errors > 0, "reads and writes during the outage fail, and are counted")
-        #expect(duringOutage.hits > 0, "Redis served before it was killed")
-
-        // Phase 2: still down; everything still answers, from memory, disk and the fetcher.
-        let fetchedBefore = fetched.withLock { $0 }
-        try await load(seed: 2, killAt: nil)
-        #expect(wrong.withLock { $0 } == 0)
-        #expect(redisStatistics().hits == duringOutage.hits)
-        #expect(fetched.withLock { $0 } > fetchedBefore)
-
-        // Phase 3: Redis restarts (empty); the store reconnects by itself and the tier serves again.
-        try await server.start()
-        try await waitUntil { (try? await redis.ping()) != nil }
-        let beforeRestartLoad = redisStatistics()
-        try await load(seed: 3, killAt: nil)
-        #expect(wrong.withLock { $0 } == 0)
-        let afterRestart = redisStatistics()
-        #expect(afterRestart.hits > beforeRestartLoad.hits, "the Redis tier serves hits again")
-        #expect(afterRestart.errors == beforeRestartLoad.errors, "no failures once Redis is back")
-        #expect(slowest.withLock { $0 } < .seconds(10), "no fetch waited for a timeout on the dead server")
-        print("redis fault: \(completed.withLock { $0 }) fetches across a kill and a restart, \(wrong.withLock { $0 }) wrong values, \(fetched.withLock { $0 }) fetcher calls, Redis \(afterRestart.hits) hits and \(afterRestart.errors) errors, slowest fetch \(slowest.withLock { $0 })")
     }
 
     // MARK: - Helpers

@@ -4,8 +4,10 @@ import HanekeTesting
 import NIOCore
 @testable import RedisStore
 import Testing
+import TestSupport
 
 /// RedisStore against a real redis-server.
+@Suite(.tags(.redis))
 struct RedisStoreTests {
     @Test func conformsToStore() async throws {
         let url = try await SharedRedis.url()
@@ -231,52 +233,56 @@ struct RedisStoreTests {
 
     // MARK: - Logging in and choosing a database (servers of their own)
 
-    @Test func logsInWithAPassword() async throws {
+    @Test(.tags(.process)) func logsInWithAPassword() async throws {
         let server = try await RedisTestServer(arguments: ["--requirepass", "s3cret pass"])
-        let store = try RedisStore(url: "redis://:s3cret%20pass@127.0.0.1:\(server.port)", keyPrefix: "p:")
-        try await store.setValue(Data("v".utf8), forKey: "k")
-        #expect(try await store.value(forKey: "k") == Data("v".utf8))
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let store = try RedisStore(url: "redis://:s3cret%20pass@127.0.0.1:\(server.port)", keyPrefix: "p:")
+            try await store.setValue(Data("v".utf8), forKey: "k")
+            #expect(try await store.value(forKey: "k") == Data("v".utf8))
 
-        let wrong = try RedisStore(url: "redis://:nope@127.0.0.1:\(server.port)", keyPrefix: "p:")
-        await #expect {
-            _ = try await wrong.value(forKey: "k")
-        } throws: { error in
-            guard let error = error as? StoreError else { return false }
-            return error.code == .unavailable && error.message.contains("refused AUTH") && !error.message.contains("nope")
-        }
-        let anonymous = try RedisStore(url: "redis://127.0.0.1:\(server.port)", keyPrefix: "p:")
-        await #expect {
-            _ = try await anonymous.value(forKey: "k")
-        } throws: { error in
-            (error as? StoreError)?.code == .unavailable && "\(error)".contains("NOAUTH")
+            let wrong = try RedisStore(url: "redis://:nope@127.0.0.1:\(server.port)", keyPrefix: "p:")
+            await #expect {
+                _ = try await wrong.value(forKey: "k")
+            } throws: { error in
+                guard let error = error as? StoreError else { return false }
+                return error.code == .unavailable && error.message.contains("refused AUTH") && !error.message.contains("nope")
+            }
+            let anonymous = try RedisStore(url: "redis://127.0.0.1:\(server.port)", keyPrefix: "p:")
+            await #expect {
+                _ = try await anonymous.value(forKey: "k")
+            } throws: { error in
+                (error as? StoreError)?.code == .unavailable && "\(error)".contains("NOAUTH")
+            }
         }
     }
 
-    @Test func logsInAsAnACLUserAndSelectsTheDatabase() async throws {
+    @Test(.tags(.process)) func logsInAsAnACLUserAndSelectsTheDatabase() async throws {
         let server = try await RedisTestServer(arguments: [
             "--user", "default", "off",
             "--user", "cache", "on", ">wonder@land", "~haneke:*", "+@all",
         ])
-        let inTwo = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/2")
-        let inZero = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/0")
-        try await inTwo.setValue(Data("two".utf8), forKey: "k")
-        #expect(try await inTwo.value(forKey: "k") == Data("two".utf8))
-        #expect(try await inZero.value(forKey: "k") == nil)
-        #expect(try await inTwo.command("CLIENT", "INFO").text?.contains("db=2") == true)
-        #expect(try await inTwo.command("ACL", "WHOAMI").text == "cache")
+        try await withServer(server, shutdown: { await $0.stop() }) { server in
+            let inTwo = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/2")
+            let inZero = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/0")
+            try await inTwo.setValue(Data("two".utf8), forKey: "k")
+            #expect(try await inTwo.value(forKey: "k") == Data("two".utf8))
+            #expect(try await inZero.value(forKey: "k") == nil)
+            #expect(try await inTwo.command("CLIENT", "INFO").text?.contains("db=2") == true)
+            #expect(try await inTwo.command("ACL", "WHOAMI").text == "cache")
 
-        // The user may only touch keys under haneke:, which Redis enforces.
-        let elsewhere = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/2", keyPrefix: "other:")
-        await #expect {
-            try await elsewhere.setValue(Data(), forKey: "k")
-        } throws: { error in
-            (error as? StoreError)?.code == .io && "\(error)".contains("NOPERM")
-        }
-        let wrongUser = try RedisStore(url: "redis://mallory:wonder%40land@127.0.0.1:\(server.port)")
-        await #expect {
-            try await wrongUser.ping()
-        } throws: { error in
-            (error as? StoreError)?.code == .unavailable && "\(error)".contains("WRONGPASS")
+            // The user may only touch keys under haneke:, which Redis enforces.
+            let elsewhere = try RedisStore(url: "redis://cache:wonder%40land@127.0.0.1:\(server.port)/2", keyPrefix: "other:")
+            await #expect {
+                try await elsewhere.setValue(Data(), forKey: "k")
+            } throws: { error in
+                (error as? StoreError)?.code == .io && "\(error)".contains("NOPERM")
+            }
+            let wrongUser = try RedisStore(url: "redis://mallory:wonder%40land@127.0.0.1:\(server.port)")
+            await #expect {
+                try await wrongUser.ping()
+            } throws: { error in
+                (error as? StoreError)?.code == .unavailable && "\(error)".contains("WRONGPASS")
+            }
         }
     }
 

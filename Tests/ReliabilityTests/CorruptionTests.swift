@@ -10,7 +10,7 @@ import TestSupport
 /// Every kind of damage a cache folder can suffer, planted at once: each read is a miss or a clear
 /// `StoreError` (never a crash, never another key's or a damaged value), and `haneke verify --repair`
 /// fixes the folder.
-@Suite(.serialized, .timeLimit(.minutes(2)), .offThePool)
+@Suite(.serialized, .timeLimit(.minutes(2)), .offThePool, .tags(.disk, .process, .slow))
 struct CorruptionTests {
     struct Case {
         var key: String

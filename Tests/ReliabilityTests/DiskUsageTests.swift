@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Capacity is disk: what `du` reports for the folder stays within it.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(5)), .tags(.disk, .process, .slow))
 struct DiskUsageTests {
     /// 100,000 values of 156 bytes — 15.6 MB of payload, 400 MB by `du` at one 4 KiB block each —
     /// into a store of 32 MiB: `du -s` stays within the capacity, plus the shard folders.

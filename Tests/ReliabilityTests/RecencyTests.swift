@@ -11,7 +11,7 @@ import Glibc
 
 /// The recency a process records reaches the disk without it releasing its stores: after a plain
 /// `exit(0)` all of it, after SIGKILL all but its last moments.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(2)), .tags(.disk, .process, .slow))
 struct RecencyTests {
     static let worker = ChildProcess.binary("HanekeFaultWorker")
 

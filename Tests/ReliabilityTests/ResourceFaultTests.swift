@@ -10,7 +10,7 @@ import TestSupport
 /// A full disk, a folder the writer may not write, and the folder deleted while tasks write: writes
 /// fail with a clear error, nothing already stored is damaged, and the store recovers. The tests use
 /// the synchronous API and the file system directly: their bodies run off the cooperative pool.
-@Suite(.serialized, .timeLimit(.minutes(3)), .offThePool)
+@Suite(.serialized, .timeLimit(.minutes(3)), .offThePool, .tags(.disk, .process, .slow))
 struct ResourceFaultTests {
     static let worker = ChildProcess.binary("HanekeFaultWorker")
 

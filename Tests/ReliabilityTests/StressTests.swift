@@ -6,12 +6,13 @@ import HanekeTesting
 @testable import HanekeFaultWorker
 import MemoryStore
 import Testing
+import TestSupport
 
 /// Many tasks doing mixed operations on one store at once. Each task owns some keys and checks that
 /// every read returns its own last write (or nothing after its removal); every task also writes a
 /// few shared keys, whose reads must be whole values written for that key. `make tsan` runs this
 /// suite under ThreadSanitizer.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(5)), .tags(.disk, .slow))
 struct StressTests {
     static let tasks = 8
     static let operationsPerTask = 10_000

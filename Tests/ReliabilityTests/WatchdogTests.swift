@@ -6,7 +6,7 @@ import TestSupport
 /// The blocking watchdog that runs every job of the test process (Tests/BlockingWatchdog) sees a
 /// thread that sleeps inside a job and only that: these tests block on purpose, inside jobs the
 /// watchdog keeps aside, and check what it measured.
-@Suite(.enabled(if: Watchdog.isWatching, "HANEKE_WATCHDOG=off"))
+@Suite(.enabled(if: Watchdog.isWatching, "HANEKE_WATCHDOG=off"), .tags(.process))
 struct WatchdogTests {
     @Test func theJobsRunOnAsManyThreadsAsTheCooperativePoolHas() async throws {
         #expect(Watchdog.threadCount == ProcessInfo.processInfo.activeProcessorCount)
