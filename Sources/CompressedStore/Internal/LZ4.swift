@@ -25,9 +25,6 @@ enum LZ4 {
         var linkedBlocks: Bool
     }
 
-    /// The library's version, e.g. `10904` for 1.9.4.
-    static var version: Int { Int(clz4_version()) }
-
     /// One frame holding `data`, with its content size and content checksum.
     /// The corresponding C function is `LZ4F_compressFrame_usingCDict`.
     static func compress(_ data: Data, settings: Settings) throws(Failure) -> Data {
