@@ -4,8 +4,6 @@ internal import CLZ4
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
 #endif
 
 /// The LZ4 frame format through the system liblz4: the only Swift file that imports `CLZ4`, and no C
