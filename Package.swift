@@ -106,9 +106,9 @@ let package = Package(
 
         .executableTarget(
             name: "haneke",
-            // HanekeTesting for SeededRandomNumberGenerator: the demo's documents are the same on every run.
+            // SeededRandom: the demo's documents are the same on every run.
             dependencies: [
-                "Haneke", "HanekeTesting", "LoopbackHTTPServer",
+                "Haneke", "SeededRandom", "LoopbackHTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -126,7 +126,10 @@ let package = Package(
             ]
         ),
 
-        .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "MemoryStore"]),
+        // SeededRandomNumberGenerator, for HanekeTesting (which names it too) and `haneke demo` (not a product).
+        .target(name: "SeededRandom"),
+
+        .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "MemoryStore", "SeededRandom"]),
 
         // A process of its own with memory, disk and Redis tiers, for the test of two machines that
         // share one Redis (not a product).

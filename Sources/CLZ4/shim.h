@@ -9,7 +9,6 @@
 #define HANEKE_CLZ4_SHIM_H
 
 #define LZ4F_STATIC_LINKING_ONLY
-#include <lz4.h>
 #include <lz4frame.h>
 #include <stddef.h>
 
@@ -36,13 +35,6 @@ static inline size_t clz4_compress_frame(LZ4F_cctx *context, void *destination, 
                                          const void *source, size_t sourceSize,
                                          const LZ4F_preferences_t *preferences) {
     return LZ4F_compressFrame_usingCDict(context, destination, capacity, source, sourceSize, NULL, preferences);
-}
-
-/// The corresponding C function is `LZ4F_compressFrame` (the one-shot API, with no context).
-static inline size_t clz4_compress_frame_oneshot(void *destination, size_t capacity,
-                                                 const void *source, size_t sourceSize,
-                                                 const LZ4F_preferences_t *preferences) {
-    return LZ4F_compressFrame(destination, capacity, source, sourceSize, preferences);
 }
 
 static inline LZ4F_cctx *clz4_create_compression_context(void) {
@@ -109,10 +101,6 @@ static inline int clz4_is_error(size_t code) {
 
 static inline const char *clz4_error_name(size_t code) {
     return LZ4F_getErrorName(code);
-}
-
-static inline unsigned clz4_version(void) {
-    return LZ4_versionNumber();
 }
 
 #endif

@@ -77,10 +77,10 @@ public struct CompressionLevel: Sendable, Hashable, CustomStringConvertible {
 
     /// `"fast"`, `"accelerated(n)"` or `"high(n)"`.
     public var description: String {
+        // The factories above make only these: 0, -1 through -65,537, and 3 through 12.
         switch rawValue {
-        case 0: "fast"
         case ..<0: "accelerated(\(-rawValue))"
-        case 1...2: "fast"
+        case 0: "fast"
         default: "high(\(rawValue))"
         }
     }

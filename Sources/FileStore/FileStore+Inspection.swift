@@ -48,7 +48,7 @@ extension FileStore {
     }
 
     /// Something wrong in a store folder.
-    public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Problem: Sendable, Hashable, CustomStringConvertible {
         /// What kind of problem it is.
         public enum Kind: String, Sendable, Hashable, Codable {
             /// A file whose header, size or payload is damaged.

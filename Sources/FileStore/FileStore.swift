@@ -76,6 +76,26 @@ public final class FileStore: Store {
     /// Where the async methods, the journal's timed flushes and the release's last flush run.
     public let executor: IOExecutor
     let folder: StoreFolder
+    /// The index. Held only for work in memory (the `LRUList`, the metadata size): no system call
+    /// runs under it, and no other lock is taken while it is held.
+    ///
+    /// Lock order, from every nested `withLock` in FileStore (a lock may be held while taking the
+    /// ones after it, never the ones before):
+    ///
+    /// 1. one stripe lock (``stripe(for:)``; never two at once: eviction and `removeAll` take them
+    ///    one after another);
+    /// 2. `state`.
+    ///
+    /// The other locks are never held together with these, nor with each other except as noted:
+    /// - the journal's `file` lock, then its `pending` lock (``RecencyJournal/flush()``); taken
+    ///   with no stripe and not `state` held, and taking none of the store's locks;
+    /// - `RecencyJournal.live` and `RecencyJournal.closing` (process-wide), `lastSession`, and the
+    ///   folder's `retired` lock: each held alone, for a dictionary, a set or an array edit.
+    ///
+    /// Blocking I/O under a lock: a stripe lock is held around one key's file operations (a
+    /// `renameat`, an `fstatat` and `unlinkat`, the shard folder's `openat`) by design, and around
+    /// a whole shard's listing and removal in `removeAll`; the journal's `file` lock around its
+    /// appends and its rewrites.
     let state: Locked<IndexState>
     let journal: RecencyJournal
     let counter = StatisticsCounter()
@@ -85,13 +105,14 @@ public final class FileStore: Store {
     /// an unused `Int` rather than nothing: ThreadSanitizer places a zero-sized value's accesses at
     /// the object's header and reports the reference counts kept there as races with them.
     ///
-    /// Lock order: a stripe, then `state`; the journal's locks are taken with neither held.
+    /// Lock order: a stripe, then `state`, never two stripes at once; the journal's locks are
+    /// taken with neither held (see ``state``).
     private let stripes: [Locked<Int>]
     /// When this store opened the directory, in milliseconds: recorded in the journal so that the
     /// next store to open it knows which entries this session used.
     let sessionStart: Int64
     /// The entries read or written during the previous session (after the last session record of
-    /// the journal found at open).
+    /// the journal found at open). Its lock is held alone, to set or copy the set.
     let lastSession = Locked<Set<KeyDigest>>([])
 
     /// What the store knows of its files: recency order, size and last access of each entry.
@@ -335,8 +356,9 @@ public final class FileStore: Store {
         digest.path(in: directory)
     }
 
-    /// The lock that orders renames and removals of one key's file (never held for reads, and
-    /// never around the index lock's I/O: only around one `renameat` or `unlinkat`).
+    /// The lock that orders renames and removals of one key's file (never held for reads: only
+    /// around one key's `renameat` or `unlinkat` and the `openat` and `fstatat` that check it, or
+    /// a whole shard's removal in `removeAll`; see ``state`` for the lock order).
     func stripe(for digest: KeyDigest) -> Locked<Int> {
         stripes[Int(digest.firstByte & 63)]
     }

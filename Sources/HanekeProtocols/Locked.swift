@@ -1,9 +1,5 @@
 #if canImport(Glibc)
 public import Glibc
-#elseif canImport(Musl)
-public import Musl
-#elseif canImport(Darwin)
-public import Darwin
 #endif
 
 /// A value guarded by a pthread mutex: the package's one lock abstraction, public so that

@@ -1,7 +1,5 @@
 #if canImport(Glibc)
 public import Glibc
-#elseif canImport(Darwin)
-public import Darwin
 #endif
 
 /// The one error type of the framework: what failed (`code`), a sentence naming the key or file and

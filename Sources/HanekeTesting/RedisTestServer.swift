@@ -2,10 +2,6 @@ import Foundation
 @_spi(HanekeInternals) import HanekeProtocols
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// A private `redis-server` for tests: its own process on a free loopback port, without

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Haneke
-import HanekeTesting
+import SeededRandom
 import LoopbackHTTPServer
 
 struct Demo: AsyncParsableCommand {

@@ -4,8 +4,6 @@ internal import CLZ4
 
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
 #endif
 
 /// The LZ4 frame format through the system liblz4: the only Swift file that imports `CLZ4`, and no C
@@ -24,9 +22,6 @@ enum LZ4 {
         var blockSizeID: Int32
         var linkedBlocks: Bool
     }
-
-    /// The library's version, e.g. `10904` for 1.9.4.
-    static var version: Int { Int(clz4_version()) }
 
     /// One frame holding `data`, with its content size and content checksum.
     /// The corresponding C function is `LZ4F_compressFrame_usingCDict`.

@@ -59,7 +59,16 @@ final class RecencyJournal: Sendable {
     }
 
     let folder: StoreFolder
+    /// The buffer. Held only to append to it or take it: every read takes it, so no system call
+    /// runs under it.
+    ///
+    /// Lock order: `file`, then `pending` (``flush()`` takes the buffer while it holds the file);
+    /// never the other way. Neither is taken with one of the store's locks (a stripe, its index)
+    /// held, and neither takes one. `live` and `closing` are held alone.
     private let pending = Locked(Pending())
+    /// The descriptor and what is known of the file. Held across the journal's I/O: an append of
+    /// a buffer (a few KiB) on a flush, and the whole new journal's write and rename on a rewrite,
+    /// during which a flush, ``recordsInFile`` and ``allocatedSize`` wait (``append(_:)`` does not).
     private let file = Locked(FileState())
 
     /// A journal for the store's folder, flushed at `exit()` until ``close()``.
@@ -106,7 +115,8 @@ final class RecencyJournal: Sendable {
         for journal in journals { journal.close() }
     }
 
-    /// Journals of released stores waiting for their last flush, by folder path.
+    /// Journals of released stores waiting for their last flush, by folder path. Held alone: the
+    /// journals are closed after it is released.
     private static let closing = Locked<[String: [RecencyJournal]]>([:])
 
     deinit {
@@ -277,7 +287,8 @@ final class RecencyJournal: Sendable {
 
     // MARK: - Exit
 
-    /// Every journal of a store alive in the process, for the flush at exit.
+    /// Every journal of a store alive in the process, for the flush at exit. Held alone: the
+    /// journals are flushed after it is released.
     private static let live = Locked<[ObjectIdentifier: RecencyJournal]>([:])
 
     /// Installed once: `exit()` (a plain `exit(0)` included) flushes every journal's buffer, so a

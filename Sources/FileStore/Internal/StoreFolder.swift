@@ -40,7 +40,10 @@ final class StoreFolder: Sendable {
     private let current: Atomic<Int32>
     private let reopenings = Atomic<Int>(0)
     /// Descriptors of folders that were deleted behind the store's back, replaced by a new folder:
-    /// closed only when the store goes, since another thread may still be using one.
+    /// closed only when the store goes, since another thread may still be using one. Held alone,
+    /// never with a stripe lock or the index: ``reopenIfDeleted(_:)`` opens the new folder before
+    /// taking it, and is reached only from a shard opened with `create` (outside any stripe lock)
+    /// and from `forgetVanishedFile` before its stripe lock.
     private let retired = Locked<[Int32]>([])
 
     /// Opens (and for a store, creates) the folder at `path`.

@@ -2,10 +2,6 @@ import NIOCore
 import NIOPosix
 #if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
 #endif
 
 /// How a command failed below the store: the store turns these into `StoreError`s that name the key.
