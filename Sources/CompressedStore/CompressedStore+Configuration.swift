@@ -1,36 +1,42 @@
 extension CompressedStore {
-    /// How values are compressed, and how large a value may decompress to.
-    public struct Configuration: Sendable, Hashable {
-        /// The compression level. `.fast` (liblz4's default, about 650–750 MB/s here) by default.
-        public var level: CompressionLevel
-        /// The largest block of the frame. `.kilobytes64` by default: cache values are mostly small,
-        /// and a small block keeps liblz4's working memory small.
-        public var blockSize: BlockSize
-        /// Whether blocks may refer to earlier blocks (better ratio on values over one block).
-        /// `true` by default, as for the `lz4` tool.
-        public var linkedBlocks: Bool
-        /// The most bytes a stored value may decompress to: `64 MiB` by default. A frame that claims
-        /// more is refused with `decompressionLimitExceeded` before any memory is allocated for it,
-        /// so a damaged or hostile file cannot make a read allocate gigabytes.
-        public var decompressionLimit: Int
+    /// How values are compressed: one type for every base store (`CompressionConfiguration`).
+    public typealias Configuration = CompressionConfiguration
+    /// The largest block of an LZ4 frame.
+    public typealias BlockSize = CompressionConfiguration.BlockSize
+}
 
-        /// Creates a configuration.
-        /// - Parameters:
-        ///   - level: The compression level; `.fast` by default.
-        ///   - blockSize: The largest block; 64 KiB by default.
-        ///   - linkedBlocks: Whether blocks may refer to earlier blocks; `true` by default.
-        ///   - decompressionLimit: The most bytes a value may decompress to; 64 MiB by default.
-        public init(
-            level: CompressionLevel = .fast,
-            blockSize: BlockSize = .kilobytes64,
-            linkedBlocks: Bool = true,
-            decompressionLimit: Int = 64 << 20
-        ) {
-            self.level = level
-            self.blockSize = blockSize
-            self.linkedBlocks = linkedBlocks
-            self.decompressionLimit = decompressionLimit
-        }
+/// How values are compressed, and how large a value may decompress to: the configuration of every
+/// `CompressedStore`, whatever its base store, and of `LZ4Frame.compress(_:configuration:)`.
+public struct CompressionConfiguration: Sendable, Hashable {
+    /// The compression level. `.fast` (liblz4's default, about 650–750 MB/s here) by default.
+    public var level: CompressionLevel
+    /// The largest block of the frame. `.kilobytes64` by default: cache values are mostly small,
+    /// and a small block keeps liblz4's working memory small.
+    public var blockSize: BlockSize
+    /// Whether blocks may refer to earlier blocks (better ratio on values over one block).
+    /// `true` by default, as for the `lz4` tool.
+    public var linkedBlocks: Bool
+    /// The most bytes a stored value may decompress to: `64 MiB` by default. A frame that claims
+    /// more is refused with `decompressionLimitExceeded` before any memory is allocated for it,
+    /// so a damaged or hostile file cannot make a read allocate gigabytes.
+    public var decompressionLimit: Int
+
+    /// Creates a configuration.
+    /// - Parameters:
+    ///   - level: The compression level; `.fast` by default.
+    ///   - blockSize: The largest block; 64 KiB by default.
+    ///   - linkedBlocks: Whether blocks may refer to earlier blocks; `true` by default.
+    ///   - decompressionLimit: The most bytes a value may decompress to; 64 MiB by default.
+    public init(
+        level: CompressionLevel = .fast,
+        blockSize: BlockSize = .kilobytes64,
+        linkedBlocks: Bool = true,
+        decompressionLimit: Int = 64 << 20
+    ) {
+        self.level = level
+        self.blockSize = blockSize
+        self.linkedBlocks = linkedBlocks
+        self.decompressionLimit = decompressionLimit
     }
 
     /// The largest block of an LZ4 frame.

@@ -13,7 +13,7 @@ import Synchronization
 /// writes, frames written by the `lz4` tool decode here, and damage is detected: a frame that fails to
 /// decode or to match its checksum makes a read throw `StoreError` with code `corrupted` (in a chain:
 /// a miss, the entry removed, the fetcher asked). A frame that claims more than the
-/// ``Configuration/decompressionLimit`` is refused with `decompressionLimitExceeded` before anything
+/// ``CompressionConfiguration/decompressionLimit`` is refused with `decompressionLimitExceeded` before anything
 /// is allocated for it. Incompressible values grow only by the frame's overhead (23 bytes plus
 /// 4 per block), because the frame format stores such blocks raw.
 ///
@@ -27,8 +27,8 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// The store that holds the frames.
     public let base: Base
     /// How values are compressed.
-    public let configuration: Configuration
-    @usableFromInline let counters = CompressionCounters()
+    public var configuration: Configuration { coder.configuration }
+    @usableFromInline let coder: FrameCoder
 
     /// Compresses into `base`. Prefer ``HanekeProtocols/Store/compressed(_:)``.
     /// - Parameters:
@@ -36,7 +36,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     ///   - configuration: How values are compressed.
     public init(base: Base, configuration: Configuration = Configuration()) {
         self.base = base
-        self.configuration = configuration
+        coder = FrameCoder(configuration)
     }
 
     /// Reads the frame for `key` and decompresses it.
@@ -46,7 +46,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     @inlinable
     public func value(forKey key: Key) async throws -> Data? {
         guard let frame = try await base.value(forKey: key) else { return nil }
-        return try counters.decompress(frame, limit: configuration.decompressionLimit, key: key)
+        return try coder.decode(frame, key: key)
     }
 
     /// Compresses `value` into one frame and stores it.
@@ -54,20 +54,13 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
     /// - Throws: `StoreError` with code `valueTooLarge` for a value larger than the
-    ///   ``Configuration/decompressionLimit`` (it could never be read back: in a chain it would be
+    ///   ``CompressionConfiguration/decompressionLimit`` (it could never be read back: in a chain it would be
     ///   a miss, and refetched, forever); `encoding` if liblz4 fails; what `base` throws.
     @inlinable
     public func setValue(_ value: Data, forKey key: Key) async throws {
-        let frame = try counters.compress(
-            value,
-            limit: configuration.decompressionLimit,
-            level: configuration.level.rawValue,
-            blockSizeID: configuration.blockSize.rawValue,
-            linkedBlocks: configuration.linkedBlocks,
-            key: key
-        )
+        let frame = try coder.encode(value, key: key)
         try await base.setValue(frame, forKey: key)
-        counters.recordWrite(uncompressed: value.count, compressed: frame.count)
+        coder.recordWrite(uncompressed: value.count, compressed: frame.count)
     }
 
     /// Removes `key` from `base`.
@@ -86,22 +79,18 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// The layers of `base`; a frame that was refused turns its read from a hit into a miss and an
     /// error of the first layer (the caller got no value).
     public var layerStatistics: [LayerStatistics] {
-        LayerStatistics.merging(viewCounts: counters.view.snapshot, into: base.layerStatistics, orNamed: "compressed")
+        LayerStatistics.merging(viewCounts: coder.counters.view.snapshot, into: base.layerStatistics, orNamed: "compressed")
     }
 
     /// Bytes before and after compression, and frames refused.
-    public var compressionStatistics: CompressionStatistics { counters.snapshot }
+    public var compressionStatistics: CompressionStatistics { coder.counters.snapshot }
 
     /// Compresses `value` as this store would write it, without storing it: for tools and tests.
     /// - Parameter value: The bytes to compress.
     /// - Returns: One LZ4 frame.
     /// - Throws: `StoreError` with code `encoding`.
     public func frame(for value: Data) throws -> Data {
-        do {
-            return try LZ4.compress(value, settings: settings)
-        } catch {
-            throw error.storeError(subject: "\(value.count) bytes")
-        }
+        try LZ4Frame.compress(value, configuration: configuration)
     }
 
     /// Decompresses one frame as this store would read it: for tools (`haneke get`) and tests.
@@ -111,17 +100,13 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     public func decompress(_ frame: Data) throws -> Data {
         try LZ4Frame.decompress(frame, limit: configuration.decompressionLimit)
     }
-
-    private var settings: LZ4.Settings {
-        LZ4.Settings(level: configuration.level.rawValue, blockSizeID: configuration.blockSize.rawValue, linkedBlocks: configuration.linkedBlocks)
-    }
 }
 
 extension Store where Value == Data {
     /// Keeps every value of this store as one LZ4 frame (content size and checksum included).
     /// - Parameter configuration: Level, block size and decompression limit; the defaults by default.
     /// - Returns: A compressing view of this store.
-    public func compressed(_ configuration: CompressedStore<Self>.Configuration = .init()) -> CompressedStore<Self> {
+    public func compressed(_ configuration: CompressionConfiguration = .init()) -> CompressedStore<Self> {
         CompressedStore(base: self, configuration: configuration)
     }
 }

@@ -37,15 +37,17 @@ public enum LZ4Frame {
         }
     }
 
-    /// Compresses bytes into one frame, with its content size and checksum.
+    /// Compresses bytes into one frame, with its content size and checksum, as a `CompressedStore`
+    /// with the same configuration writes it.
     /// - Parameters:
     ///   - data: The bytes to compress.
-    ///   - level: The compression level; `.fast` by default.
+    ///   - configuration: Level, block size and linking; the store's defaults by default (its
+    ///     decompression limit plays no part here).
     /// - Returns: One LZ4 frame.
     /// - Throws: `StoreError` with code `encoding` if liblz4 fails.
-    public static func compress(_ data: Data, level: CompressionLevel = .fast) throws -> Data {
+    public static func compress(_ data: Data, configuration: CompressionConfiguration = .init()) throws -> Data {
         do {
-            return try LZ4.compress(data, settings: LZ4.Settings(level: level.rawValue, blockSizeID: 4, linkedBlocks: true))
+            return try LZ4.compress(data, configuration: configuration)
         } catch {
             throw error.storeError(subject: "\(data.count) bytes")
         }

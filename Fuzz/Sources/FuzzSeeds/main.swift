@@ -38,7 +38,7 @@ for (ttl, label) in [(Duration?.none, "forever"), (.seconds(3600), "expiring")] 
 // LZ4 frames: every level, and block sizes that make several blocks.
 for (name, value) in values + [("long", Data(String(repeating: "abcdefgh", count: 20_000).utf8))] {
     for (level, label) in [(CompressionLevel.fast, "fast"), (.high, "high")] {
-        try write(try LZ4Frame.compress(value, level: level), "FuzzLZ4Frame", "\(name)-\(label)")
+        try write(try LZ4Frame.compress(value, configuration: .init(level: level)), "FuzzLZ4Frame", "\(name)-\(label)")
     }
 }
 

@@ -1,13 +1,8 @@
-public import Foundation
 @_spi(HanekeInternals) import HanekeProtocols
-import Logging
 import Synchronization
 
-/// The counters of a `CompressedStore`, shared by its copies, and its compress and decompress steps.
-///
-/// Not generic, so that the store's `@inlinable` methods (specialised in your code for your base
-/// store) call into compiled code without looking up type metadata.
-@usableFromInline
+/// The counters of a `CompressedStore`, shared by its copies: bytes written before and after
+/// compression, bytes read, frames refused, and the store's own view of hits and errors.
 final class CompressionCounters: Sendable {
     let view = StatisticsCounter()
     private let before = Atomic<Int>(0)
@@ -16,47 +11,28 @@ final class CompressionCounters: Sendable {
     private let decompressedRead = Atomic<Int>(0)
     private let rejected = Atomic<Int>(0)
 
-    @usableFromInline
     init() {}
 
-    /// Decompresses a frame read for `key`, counting it; a refused frame is counted as a rejection
-    /// and a miss of the view, and becomes the `StoreError` users see.
-    @usableFromInline
-    func decompress(_ frame: Data, limit: Int, key: some Hashable) throws -> Data {
-        do {
-            let value = try LZ4.decompress(frame, limit: limit)
-            compressedRead.add(frame.count, ordering: .relaxed)
-            decompressedRead.add(value.count, ordering: .relaxed)
-            return value
-        } catch {
-            rejected.add(1, ordering: .relaxed)
-            view.recordMiss()
-            view.recordError()
-            throw error.storeError(subject: "The \(frame.count)-byte LZ4 frame stored for key \(Logger.describe(key))")
-        }
+    /// A frame read and decompressed.
+    func recordRead(compressed: Int, decompressed: Int) {
+        compressedRead.add(compressed, ordering: .relaxed)
+        decompressedRead.add(decompressed, ordering: .relaxed)
     }
 
-    /// Compresses a value to be written for `key`; refuses one larger than `limit`, the most a
-    /// read decompresses (it could never be read back: in a chain it would be a miss, and be
-    /// refetched, forever).
-    @usableFromInline
-    func compress(_ value: Data, limit: Int, level: Int32, blockSizeID: Int32, linkedBlocks: Bool, key: some Hashable) throws -> Data {
-        guard value.count <= limit else {
-            view.recordError()
-            throw StoreError(
-                .valueTooLarge,
-                "The value for key \(Logger.describe(key)) is \(value.count) bytes, more than the decompression limit of \(limit) bytes: it could never be read back"
-            )
-        }
-        do {
-            return try LZ4.compress(value, settings: LZ4.Settings(level: level, blockSizeID: blockSizeID, linkedBlocks: linkedBlocks))
-        } catch {
-            view.recordError()
-            throw error.storeError(subject: "The \(value.count)-byte value for key \(Logger.describe(key))")
-        }
+    /// A frame read and refused: a rejection, and a miss and an error of the store's view (the
+    /// caller got no value).
+    func recordRejected() {
+        rejected.add(1, ordering: .relaxed)
+        view.recordMiss()
+        view.recordError()
     }
 
-    @usableFromInline
+    /// A value that could not be written.
+    func recordWriteFailure() {
+        view.recordError()
+    }
+
+    /// A value written: its size before and after compression.
     func recordWrite(uncompressed: Int, compressed: Int) {
         before.add(uncompressed, ordering: .relaxed)
         after.add(compressed, ordering: .relaxed)

@@ -16,17 +16,13 @@ enum LZ4 {
         case limitExceeded(claimed: UInt64?, limit: Int)
     }
 
-    /// How frames are written.
-    struct Settings: Sendable, Hashable {
-        var level: Int32
-        var blockSizeID: Int32
-        var linkedBlocks: Bool
-    }
-
-    /// One frame holding `data`, with its content size and content checksum.
+    /// One frame holding `data`, with its content size and content checksum, written as
+    /// `configuration` says: the one place liblz4's preferences are made.
     /// The corresponding C function is `LZ4F_compressFrame_usingCDict`.
-    static func compress(_ data: Data, settings: Settings) throws(Failure) -> Data {
-        var preferences = clz4_preferences(settings.level, settings.blockSizeID, settings.linkedBlocks ? 1 : 0, UInt64(data.count))
+    static func compress(_ data: Data, configuration: CompressionConfiguration) throws(Failure) -> Data {
+        var preferences = clz4_preferences(
+            configuration.level.rawValue, configuration.blockSize.rawValue, configuration.linkedBlocks ? 1 : 0, UInt64(data.count)
+        )
         let bound = clz4_compress_bound(data.count, &preferences)
         guard let output = malloc(max(bound, 1)) else { throw .compression("could not allocate \(bound) bytes") }
         let context: OpaquePointer
