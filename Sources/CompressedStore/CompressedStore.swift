@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 import Logging
 import Synchronization
 

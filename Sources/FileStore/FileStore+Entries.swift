@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 
 extension FileStore {
     /// One entry of a store, as its file's header describes it.

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import Logging
 
 #if canImport(Glibc)

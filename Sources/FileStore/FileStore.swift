@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 public import Logging
 
 /// A least-recently-used store of bytes on disk: one self-describing file per key, named by the MD5

@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 public import Logging
 
 /// A cache of values in named formats, each a stack of layers: memory, then LZ4-compressed files on

@@ -2,7 +2,7 @@ public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 import Logging
 
 /// Fetches values over HTTP with `URLSession` (FoundationNetworking on Linux: the system's libcurl,

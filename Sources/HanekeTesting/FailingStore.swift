@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 
 /// A store that throws on the operations you choose and passes the others to a real store: a disk
 /// that fails, a server that is down. Faults can be switched on and off while a test runs.

@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 
 /// A store that logs every call before passing it to a real store, so a test can check which layer
 /// was asked for what, and in which order.

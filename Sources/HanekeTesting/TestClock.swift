@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 
 /// A clock that stands still until a test moves it: expiry without sleeping.
 ///

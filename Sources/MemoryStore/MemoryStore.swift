@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) public import HanekeProtocols
+public import HanekeProtocols
 
 /// An in-memory least-recently-used store with count and cost limits and an optional time to live.
 ///

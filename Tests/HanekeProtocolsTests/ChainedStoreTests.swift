@@ -1,6 +1,6 @@
 import Foundation
 import Formats
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import HanekeTesting
 import Logging
 import MemoryStore

@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import Testing
 
 /// A fetcher whose calls wait until the test releases them, recording every call and every

@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import MemoryStore
 
 /// A store whose first read is held, after it has read its value, until the test opens the gate:

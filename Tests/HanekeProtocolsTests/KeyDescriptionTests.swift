@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HanekeInternals) @testable import HanekeProtocols
+@testable import HanekeProtocols
 import HanekeTesting
 import Logging
 import MemoryStore

@@ -1,6 +1,6 @@
 import Foundation
 @testable import Haneke
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import HanekeTesting
 import Testing
 import TestSupport

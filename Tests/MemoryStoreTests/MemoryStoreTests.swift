@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import HanekeTesting
 import MemoryStore
 import Testing

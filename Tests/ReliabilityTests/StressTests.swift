@@ -1,7 +1,7 @@
 import CompressedStore
 import FileStore
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import HanekeTesting
 @testable import HanekeFaultWorker
 import MemoryStore

@@ -1,5 +1,5 @@
 public import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 
 /// Runs the package's own executables (`haneke`, `HanekeFaultWorker`) and a few system tools as
 /// child processes, the way a user or a crash would, for the tool and reliability tests.

@@ -1,5 +1,5 @@
 public import Logging
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 
 /// A swift-log handler that keeps everything logged to it, at every level, for tests that check
 /// what the log shows — a failure was reported — and what it must not show, such as a secret.

@@ -1,7 +1,7 @@
 import CompressedStore
 import FileStore
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import MemoryStore
 
 /// Workloads 4, 6 and 7: a full chain (memory → LZ4 file → fetcher) read hot, warm and cold; writes

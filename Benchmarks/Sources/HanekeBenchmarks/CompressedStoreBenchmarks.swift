@@ -1,7 +1,7 @@
 import CLZ4Baseline
 import CompressedStore
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import MemoryStore
 
 /// Workload 3: CompressedStore's `setValue` and `value(forKey:)` against direct liblz4 frame calls

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import MemoryStore
 
 /// Workload 1: MemoryStore get (hit) and set over 100,000 keys of 4 KiB values, on 1 and 2 threads,

@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import Synchronization
 
 /// The counters of a `CompressedStore`, shared by its copies: bytes written before and after

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import CompressedStore
 import FileStore
 import Logging

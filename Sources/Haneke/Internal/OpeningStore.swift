@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import Logging
 
 /// A store opened in the background: `open` runs on an I/O executor as soon as the wrapper is made

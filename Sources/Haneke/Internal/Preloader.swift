@@ -1,6 +1,6 @@
 import Foundation
 import FileStore
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import Logging
 import MemoryStore
 

@@ -6,10 +6,9 @@
 ///   has been cancelled the operation's task is cancelled too, and the next caller starts afresh.
 /// - Every call returns or throws exactly once.
 ///
-/// Public only as SPI, for `FetchingStore` and Haneke's `Cache` (which passes a different fetcher on
-/// each call).
-@_spi(HanekeInternals)
-public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+/// `package`, not public: for `FetchingStore` and Haneke's `Cache` (which passes a different fetcher
+/// on each call), modules of this package.
+package final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Flight {
         let id: UInt64
         var task: Task<Void, Never>?
@@ -24,15 +23,15 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     private let table = Locked(Table())
 
     /// Creates an empty table of flights.
-    public init() {}
+    package init() {}
 
     /// The number of flights under way.
-    public var count: Int { table.withLock { $0.flights.count } }
+    package var count: Int { table.withLock { $0.flights.count } }
 
     /// The number of callers waiting on the flight for `key`.
     /// - Parameter key: The key.
     /// - Returns: 0 when there is no flight.
-    public func waiterCount(for key: Key) -> Int {
+    package func waiterCount(for key: Key) -> Int {
         table.withLock { $0.flights[key]?.waiters.count ?? 0 }
     }
 
@@ -42,7 +41,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     ///   - operation: Runs in a new task if this caller starts the flight; ignored otherwise.
     /// - Returns: The flight's value.
     /// - Throws: The flight's error, or `CancellationError` when this caller is cancelled.
-    public func value(for key: Key, startingWith operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    package func value(for key: Key, startingWith operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let waiterID = table.withLock { table in
             table.lastID += 1
             return table.lastID

@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import Logging
 import NIOCore
 import NIOPosix

@@ -1,4 +1,4 @@
-@_spi(HanekeInternals) import HanekeProtocols
+import HanekeProtocols
 import NIOCore
 import NIOPosix
 @testable import RedisStore
