@@ -66,6 +66,8 @@ extension LZ4.Failure {
             return StoreError(.corrupted, "\(subject) is damaged: \(reason)", cause: self)
         case .compression(let reason):
             return StoreError(.encoding, "\(subject) could not be compressed: \(reason)", cause: self)
+        case .outOfMemory(let reason):
+            return StoreError(.outOfMemory, "\(subject) could not be processed: \(reason)", cause: self)
         }
     }
 }

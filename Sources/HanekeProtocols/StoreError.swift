@@ -89,5 +89,8 @@ extension StoreError {
         public static let unavailable = Code("unavailable")
         /// An operation did not finish in the time allowed.
         public static let timeout = Code("timeout")
+        /// Memory could not be allocated for the operation: nothing is known to be wrong with the
+        /// stored bytes (a chain treats the read as a miss and keeps the entry).
+        public static let outOfMemory = Code("outOfMemory")
     }
 }

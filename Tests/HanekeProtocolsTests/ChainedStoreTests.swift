@@ -137,6 +137,17 @@ struct ChainedStoreTests {
         #expect(chain.layerStatistics.last?.statistics.errors == 1)
     }
 
+    /// An allocation that failed says nothing about the stored bytes: the read is a miss, and
+    /// the entry stays (only `decoding` and `corrupted` remove it).
+    @Test func aLayerOutOfMemoryIsAMissAndKeepsItsEntry() async throws {
+        let bottom = OutOfMemoryStore()
+        bottom.memory.setValue("v", forKey: "k")
+        let chain = MemoryStore<String, String>().chained(to: bottom)
+
+        #expect(try await chain.value(forKey: "k") == nil)
+        #expect(bottom.memory.value(forKey: "k") == "v")
+    }
+
     @Test func aPromotionDoesNotBringBackAValueRemovedMeanwhile() async throws {
         let top = MemoryStore<String, String>()
         let bottom = GatedStore<String>()
@@ -232,6 +243,17 @@ final class OrderStore: Store {
         order.withLock { $0.append(name) }
         memory.setValue(value, forKey: key)
     }
+    func removeValue(forKey key: String) async throws { memory.removeValue(forKey: key) }
+    func removeAll() async throws { memory.removeAll() }
+}
+
+/// A store whose reads fail for want of memory, over values it keeps.
+final class OutOfMemoryStore: Store {
+    let memory = MemoryStore<String, String>()
+    func value(forKey key: String) async throws -> String? {
+        throw StoreError(.outOfMemory, "could not allocate for key \(key)")
+    }
+    func setValue(_ value: String, forKey key: String) async throws { memory.setValue(value, forKey: key) }
     func removeValue(forKey key: String) async throws { memory.removeValue(forKey: key) }
     func removeAll() async throws { memory.removeAll() }
 }

@@ -13,6 +13,8 @@ enum LZ4 {
     enum Failure: Error, Equatable {
         case compression(String)
         case corrupted(String)
+        /// An allocation failed: the frame may be whole.
+        case outOfMemory(String)
         case limitExceeded(claimed: UInt64?, limit: Int)
     }
 
@@ -24,7 +26,7 @@ enum LZ4 {
             configuration.level.rawValue, configuration.blockSize.rawValue, configuration.linkedBlocks ? 1 : 0, UInt64(data.count)
         )
         let bound = clz4_compress_bound(data.count, &preferences)
-        guard let output = malloc(max(bound, 1)) else { throw .compression("could not allocate \(bound) bytes") }
+        guard let output = malloc(max(bound, 1)) else { throw .outOfMemory("could not allocate \(bound) bytes") }
         let context: OpaquePointer
         do {
             context = try Contexts.takeCompression()
@@ -108,7 +110,7 @@ enum LZ4 {
         context: OpaquePointer
     ) throws(Failure) -> Data {
         var capacity = initialCapacity
-        guard var output = malloc(max(capacity, 1)) else { throw .corrupted("could not allocate \(capacity) bytes") }
+        guard var output = malloc(max(capacity, 1)) else { throw .outOfMemory("could not allocate \(capacity) bytes") }
         var produced = 0
         var consumed = start
         do throws(Failure) {
@@ -116,7 +118,7 @@ enum LZ4 {
                 if produced == capacity, let limit {
                     guard capacity < limit else { throw Failure.limitExceeded(claimed: nil, limit: limit) }
                     capacity = min(limit, capacity * 2)
-                    guard let grown = realloc(output, capacity) else { throw Failure.corrupted("could not allocate \(capacity) bytes") }
+                    guard let grown = realloc(output, capacity) else { throw Failure.outOfMemory("could not allocate \(capacity) bytes") }
                     output = grown
                 }
                 var outputSize = capacity - produced
@@ -182,7 +184,7 @@ enum LZ4 {
 
         static func takeCompression() throws(Failure) -> OpaquePointer {
             if let cached = take(from: compressionSlot) { return cached }
-            guard let context = clz4_create_compression_context() else { throw .compression("liblz4 could not create a context (out of memory)") }
+            guard let context = clz4_create_compression_context() else { throw .outOfMemory("liblz4 could not create a context") }
             return context
         }
 
@@ -192,7 +194,7 @@ enum LZ4 {
 
         static func takeDecompression() throws(Failure) -> OpaquePointer {
             if let cached = take(from: decompressionSlot) { return cached }
-            guard let context = clz4_create_decompression_context() else { throw .corrupted("liblz4 could not create a context (out of memory)") }
+            guard let context = clz4_create_decompression_context() else { throw .outOfMemory("liblz4 could not create a context") }
             return context
         }
 
