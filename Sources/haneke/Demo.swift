@@ -35,21 +35,26 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         let root = dir ?? NSTemporaryDirectory() + "haneke-demo-\(UUID().uuidString.prefix(8))"
         let deleting = dir == nil && !keep
+        let outcome: Result<Void, any Error>
         do {
             // The demo empties its cache first: it must be the demo's own.
             try await IOExecutor.shared.run { try Self.claim(root) }
             try await show(root, deleting: deleting)
+            outcome = .success(())
         } catch {
-            if deleting { try? await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) } }
-            throw error
+            outcome = .failure(error)
         }
         if deleting {
             do {
                 try await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) }
             } catch {
+                // The demo's own error comes first; a folder that could not go is the error of a
+                // demo that otherwise went well.
+                try outcome.get()
                 throw ToolError.io("could not delete the demo's folder \(shown(root))", error)
             }
         }
+        try outcome.get()
     }
 
     /// Runs the demo with its cache in `root` and prints what it saw, ending with the commands to
@@ -100,11 +105,13 @@ struct Demo: AsyncParsableCommand {
 
         if let compression = try cache.compressionStatistics(), let disk = try await cache.diskStore() {
             try await cache.flush()
-            // Reading every header is file-system work: on the I/O executor, not a cooperative thread.
-            let inFiles = try await IOExecutor.shared.run { disk.entries().reduce(0) { $0 + $1.storedSize } }
+            // Reading every header is file-system work: on the store's executor, not a cooperative
+            // thread, and once for both the sizes and the sample files.
+            let entries = try await disk.executor.run { disk.entries() }
+            let inFiles = entries.reduce(0) { $0 + $1.storedSize }
             print("\nbytes: \(ByteSize.format(compression.bytesBeforeCompression)) of JSON → \(ByteSize.format(compression.bytesAfterCompression)) of LZ4 frames (ratio \(String(format: "%.2f", compression.ratio ?? 0))) → \(ByteSize.format(inFiles)) in files with their headers, \(ByteSize.format(disk.totalSize + disk.metadataSize)) on disk in blocks, as du counts\n")
             print("a few files (each named by the MD5 of its key, in a shard folder of its first two digits):")
-            for entry in try await disk.executor.run({ disk.entries() }).prefix(3) {
+            for entry in entries.prefix(3) {
                 print("  \(shown(entry.key))\n    → \(shown(entry.path))")
             }
             let tool = toolInvocation

@@ -39,8 +39,8 @@ struct HanekeCommand: AsyncParsableCommand {
         when it is a terminal.
 
         Shell completion: `haneke --generate-completion-script bash|zsh|fish` prints the script \
-        for that shell. Man page: `swift package generate-manual --product haneke` writes \
-        haneke.1. `make install` installs the tool, its man page (`man haneke`) and the three \
+        for that shell. Man page: `swift package generate-manual` writes haneke.1 under \
+        .build/plugins/GenerateManual/outputs/haneke/. `make install` installs the tool, its man page (`man haneke`) and the three \
         completion scripts.
         """ + ExitStatus.help,
         version: HanekeVersion.string,
