@@ -18,6 +18,10 @@ struct Greeting: Codable, Hashable, Sendable, DataConvertible, DataRepresentable
     ["title": .string("Article \(key)"), "body": "A long text."]
 }
 
+// Off the pool, as every suite that calls the synchronous FileStore API: the README's examples open
+// stores with `try FileStore(directory:)`, which scans its folder and rewrites its journal (the
+// blocking watchdog caught testDoubles asleep 6 ms in that on a cooperative thread).
+@Suite(.offThePool)
 struct ReadmeExamplesTests {
     @Test func customStacks() async throws {
         let hot = MemoryStore<String, Greeting>(countLimit: 2, name: "hot")
