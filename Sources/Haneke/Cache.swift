@@ -32,10 +32,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     public let directory: String?
     private let logger: Logger
     private let formats = Locked<[String: FormatStack<Value>]>([:])
-    private let flights = SingleFlight<FlightKey, Value>()
-    private let writes = WriteGate()
+    /// The fetcher calls of every format.
     private let fetchCounter = StatisticsCounter()
-
 
     /// Creates a cache with the default stack (memory, then LZ4-compressed files) for its original
     /// format.
@@ -91,7 +89,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// LZ4-compressed files in its own folder. Replaces a format of the same name.
     /// - Parameter format: The format.
     public func addFormat(_ format: Format<Value>) {
-        install(FormatStack.make(format, cacheDirectory: directory, logger: logger))
+        install(FormatStack.make(format, cacheDirectory: directory, logger: logger, fetcherCounter: fetchCounter))
     }
 
     /// Adds a format whose layers you built. Replaces a format of the same name.
@@ -99,7 +97,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   - format: The format (its transform still applies; its capacities are the stack's business).
     ///   - stack: The format's layers.
     public func addFormat(_ format: Format<Value>, stack: some Store<String, Value>) {
-        install(FormatStack(format: format, store: stack.eraseToAnyStore()))
+        install(FormatStack(format: format, store: stack.eraseToAnyStore(), logger: logger, fetcherCounter: fetchCounter))
     }
 
     /// The names of the cache's formats, sorted.
@@ -109,7 +107,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
 
     private func install(_ stack: FormatStack<Value>) {
         var stack = stack
-        stack.startPreloading(writes: writes, logger: logger)
+        stack.startPreloading(logger: logger)
         let replaced = formats.withLock { $0.updateValue(stack, forKey: stack.format.name) }
         replaced?.preload?.cancel()
     }
@@ -156,38 +154,12 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         fetcher: some Fetcher<String, Value>
     ) async throws -> Value {
         let stack = try stack(for: formatName)
-        let flightKey = FlightKey(format: formatName, key: key)
-        let generation = writes.totalMark
-        if let value = try await stack.store.readAsLayer(key, logger: logger) {
-            return value
+        guard stack.format.transform != nil else {
+            return try await stack.path.fetch(key, from: fetcher)
         }
-        return try await flights.value(for: flightKey) { [logger, fetchCounter, writes] in
-            defer { writes.recordFill() }
-            let keyMark = writes.mark(for: flightKey)
-            // Read again only if something may have filled the layers since this caller's read.
-            if writes.totalMark != generation, let value = try await stack.store.readAsLayer(key, logger: logger) {
-                return value
-            }
-            let original: Value
-            do {
-                original = try await fetcher.fetch(key)
-                fetchCounter.recordHit()
-            } catch {
-                if !(error is CancellationError) { fetchCounter.recordError() }
-                throw error
-            }
-            let value = try stack.format.apply(to: original)
-            guard !Task.isCancelled else { return value }
-            // A value set or removed meanwhile wins over the fetched one.
-            await writes.ifUnchanged(flightKey, since: keyMark) {
-                do {
-                    try await stack.store.setValue(value, forKey: key)
-                } catch {
-                    logger.warning("Could not cache a fetched value", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
-                }
-            }
-            return value
-        }
+        // The format's transform runs once, in the flight, on what the fetcher produced.
+        let format = stack.format
+        return try await stack.path.fetch(key, from: ClosureFetcher { key in try format.apply(to: try await fetcher.fetch(key)) })
     }
 
     /// The value for `key`, from memory or disk, or else from a closure.
@@ -241,9 +213,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         } else {
             transformed = value
         }
-        try await writes.change(FlightKey(format: formatName, key: key)) {
-            try await stack.store.setValue(transformed, forKey: key)
-        }
+        try await stack.path.setValue(transformed, forKey: key)
     }
 
     /// Removes `key` from a format (other formats keep theirs).
@@ -253,21 +223,17 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Throws: `formatNotFound`, or the first layer's error.
     public func remove(key: String, formatName: String = Cache.originalFormatName) async throws {
         let stack = try stack(for: formatName)
-        try await writes.change(FlightKey(format: formatName, key: key)) {
-            try await stack.store.removeValue(forKey: key)
-        }
+        try await stack.path.removeValue(forKey: key)
     }
 
     /// Empties every format. The cache stays usable.
     /// - Throws: The first layer's error, after every format was emptied.
     public func removeAll() async throws {
-        try await writes.changeEveryKey {
-            var firstError: (any Error)?
-            for stack in formats.withLock({ Array($0.values) }) {
-                do { try await stack.store.removeAll() } catch { firstError = firstError ?? error }
-            }
-            if let firstError { throw firstError }
+        var firstError: (any Error)?
+        for stack in formats.withLock({ Array($0.values) }) {
+            do { try await stack.path.removeAll() } catch { firstError = firstError ?? error }
         }
+        if let firstError { throw firstError }
     }
 
     /// Empties the memory layers only (the next reads come from disk): how a server sheds memory.
@@ -333,10 +299,4 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
             await stack.preload?.value
         }
     }
-}
-
-/// A key in one format: what single flights and write turns are per.
-struct FlightKey: Hashable, Sendable {
-    var format: String
-    var key: String
 }

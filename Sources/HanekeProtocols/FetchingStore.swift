@@ -13,16 +13,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     public typealias Value = Base.Value
 
     /// The layers read before the fetcher.
-    public let base: Base
+    public var base: Base { path.layers }
     /// The source of original values.
     public let fetcher: Source
-    @usableFromInline let logger: Logger
-    private let flights = SingleFlight<Key, Value>()
-    private let fetcherCounter = StatisticsCounter()
-    /// Moves when a flight has filled the layers or a value was set or removed through this store.
-    /// A caller whose read missed and who sees no movement since knows the layers are unchanged, so
-    /// its flight need not read them again; a flight that sees its key change does not write back.
-    @usableFromInline let writes = WriteGate()
+    /// The read-through path this store and Haneke's `Cache` share.
+    @usableFromInline let path: ReadThrough<Base>
 
     /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
     /// - Parameters:
@@ -30,9 +25,8 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     ///   - fetcher: The source of original values.
     ///   - logger: Where layer failures are logged.
     public init(base: Base, fetcher: Source, logger: Logger = Logger(label: "haneke")) {
-        self.base = base
         self.fetcher = fetcher
-        self.logger = logger
+        self.path = ReadThrough(layers: base, logger: logger)
     }
 
     /// Returns the value for `key` from the first layer that has it, or from the fetcher.
@@ -52,21 +46,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// - Throws: The fetcher's error, or `CancellationError`.
     @inlinable
     public func fetch(_ key: Key) async throws -> Value {
-        try Task.checkCancellation()
-        let generation = writes.totalMark
-        if let value = try await base.readAsLayer(key, logger: logger) {
-            return value
-        }
-        return try await fetchMissing(key, readAt: generation)
-    }
-
-    /// The miss path of ``fetch(_:)``, kept out of line.
-    @usableFromInline
-    func fetchMissing(_ key: Key, readAt generation: UInt64) async throws -> Value {
-        try await flights.value(for: key) { [self] in
-            defer { writes.recordFill() }
-            return try await produce(key, readAt: generation)
-        }
+        try await path.fetch(key, from: fetcher)
     }
 
     /// Reads the layers only (the fetcher is not asked).
@@ -83,66 +63,34 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     ///   - key: The key to store it under.
     /// - Throws: What the layers throw.
     public func setValue(_ value: Value, forKey key: Key) async throws {
-        try await writes.change(key) { try await base.setValue(value, forKey: key) }
+        try await path.setValue(value, forKey: key)
     }
 
     /// Removes `key` from the layers.
     /// - Parameter key: The key to remove.
     /// - Throws: What the layers throw.
     public func removeValue(forKey key: Key) async throws {
-        try await writes.change(key) { try await base.removeValue(forKey: key) }
+        try await path.removeValue(forKey: key)
     }
 
     /// Empties the layers.
     /// - Throws: What the layers throw.
     public func removeAll() async throws {
-        try await writes.changeEveryKey { try await base.removeAll() }
+        try await path.removeAll()
     }
 
     /// The layers of `base`, then a layer named `"fetcher"`: its `hits` are values the fetcher
     /// produced and its `errors` the calls that failed.
     public var layerStatistics: [LayerStatistics] {
-        base.layerStatistics + [LayerStatistics(name: "fetcher", statistics: fetcherCounter.snapshot)]
+        base.layerStatistics + [LayerStatistics(name: "fetcher", statistics: path.fetcherCounter.snapshot)]
     }
 
     /// The number of flights under way, for tests and diagnostics.
-    public var flightsInProgress: Int { flights.count }
+    public var flightsInProgress: Int { path.flightsInProgress }
 
     /// The number of callers waiting on the flight for `key`, for tests.
     package func waiterCount(for key: Key) -> Int {
-        flights.waiterCount(for: key)
-    }
-
-    private func produce(_ key: Key, readAt generation: UInt64) async throws -> Value {
-        let keyMark = writes.mark(for: key)
-        if writes.totalMark != generation,
-           let value = try await base.readAsLayer(key, logger: logger) {
-            return value
-        }
-        try Task.checkCancellation()
-        let value: Value
-        do {
-            value = try await fetcher.fetch(key)
-            fetcherCounter.recordHit()
-        } catch {
-            if !(error is CancellationError) {
-                fetcherCounter.recordError()
-                logger.debug("The fetcher failed", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
-            }
-            throw error
-        }
-        guard !Task.isCancelled else { return value }
-        await writes.ifUnchanged(key, since: keyMark) {
-            do {
-                try await base.setValue(value, forKey: key)
-            } catch {
-                logger.warning(
-                    "Could not store a fetched value in every layer",
-                    metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"]
-                )
-            }
-        }
-        return value
+        path.waiterCount(for: key)
     }
 }
 

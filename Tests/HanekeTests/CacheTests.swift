@@ -170,6 +170,9 @@ struct CacheTests {
         cache.addFormat(Format(name: "strict") { _ in throw StoreError(.encoding, "refused") })
         await #expect(throws: StoreError.self) { try await cache.fetch(key: "k", formatName: "strict") { _ in "v" } }
         await #expect(throws: StoreError.self) { try await cache.fetch(key: "k", formatName: "strict") }
+        // The format's fetcher produced nothing it could cache: one error, no hit.
+        #expect(try layer("fetcher", of: cache).errors == 1)
+        #expect(try layer("fetcher", of: cache).hits == 0)
     }
 
     @Test func concurrentFetchesShareOneFetcherCall() async throws {

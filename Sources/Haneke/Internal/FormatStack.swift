@@ -9,30 +9,43 @@ import MemoryStore
 /// statistics, preloading). The disk layer opens in the background (``OpeningStore``).
 struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
     var format: Format<Value>
-    var store: AnyStore<String, Value>
+    /// The format's layers and its read-through path (single flights, write turns, write-backs).
+    var path: ReadThrough<AnyStore<String, Value>>
     var memory: MemoryStore<String, Value>?
     var disk: OpeningStore<FileStore>?
     var compressed: CompressedStore<OpeningStore<FileStore>>?
     var preload: Task<Void, Never>?
 
-    init(format: Format<Value>, store: AnyStore<String, Value>) {
+    /// The format's layers.
+    var store: AnyStore<String, Value> { path.layers }
+
+    init(format: Format<Value>, store: AnyStore<String, Value>, logger: Logger, fetcherCounter: StatisticsCounter) {
         self.format = format
-        self.store = store
+        self.path = ReadThrough(layers: store, logger: logger, fetcherCounter: fetcherCounter)
     }
 
     /// Memory, then LZ4-compressed files in `<cacheDirectory>/<format>` (no disk layer for a capacity
     /// of 0 or a cache with no folder; a folder that cannot be used keeps nothing — logged). The
     /// files' store opens on `executor`, so making the stack never waits for the disk.
-    static func make(_ format: Format<Value>, cacheDirectory: String?, logger: Logger, executor: IOExecutor = .shared) -> FormatStack {
+    static func make(
+        _ format: Format<Value>,
+        cacheDirectory: String?,
+        logger: Logger,
+        fetcherCounter: StatisticsCounter,
+        executor: IOExecutor = .shared
+    ) -> FormatStack {
         let memory = MemoryStore<String, Value>(
             countLimit: format.memoryCountLimit,
             costLimit: format.memoryCostLimit,
             name: "memory",
             cost: memoryCost()
         )
-        var stack = FormatStack(format: format, store: memory.eraseToAnyStore())
-        stack.memory = memory
-        guard format.diskCapacity > 0, let cacheDirectory else { return stack }
+        func stack(over store: AnyStore<String, Value>) -> FormatStack {
+            var stack = FormatStack(format: format, store: store, logger: logger, fetcherCounter: fetcherCounter)
+            stack.memory = memory
+            return stack
+        }
+        guard format.diskCapacity > 0, let cacheDirectory else { return stack(over: memory.eraseToAnyStore()) }
         let folder = cacheDirectory + "/" + CacheDirectory.pathComponent(format.name)
         let capacity = format.diskCapacity
         let disk = OpeningStore(name: "disk", executor: executor, logger: logger, what: folder) {
@@ -42,15 +55,16 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         func chainMemory(over lower: some Store<String, Value>) -> AnyStore<String, Value> {
             memory.chained(to: lower, logger: logger).eraseToAnyStore()
         }
+        var result: FormatStack
         if format.compressesOnDisk {
             let compressed = disk.compressed()
-            stack.store = chainMemory(over: compressed.coded(as: Value.self))
-            stack.compressed = compressed
+            result = stack(over: chainMemory(over: compressed.coded(as: Value.self)))
+            result.compressed = compressed
         } else {
-            stack.store = chainMemory(over: disk.coded(as: Value.self))
+            result = stack(over: chainMemory(over: disk.coded(as: Value.self)))
         }
-        stack.disk = disk
-        return stack
+        result.disk = disk
+        return result
     }
 
     /// What a value costs in the memory layer: its bytes for `Data` and `String`, its
@@ -65,7 +79,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
 
     /// Starts loading values from disk into memory, as the format's preload policy says, once the
     /// disk layer is open.
-    mutating func startPreloading(writes: WriteGate, logger: Logger) {
+    mutating func startPreloading(logger: Logger) {
         guard format.preloadPolicy != .none, let memory, let disk else { return }
         let policy = format.preloadPolicy
         let format = self.format
@@ -75,6 +89,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         } else {
             decode = { try Value.convertFromData($0) }
         }
+        let writes = path.writes
         preload = Task(priority: .background) {
             guard let files = await disk.base else { return }
             await Preloader.run(policy: policy, format: format, disk: files, memory: memory, decode: decode, writes: writes, logger: logger)

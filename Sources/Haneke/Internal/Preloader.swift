@@ -22,15 +22,14 @@ enum Preloader {
             if Task.isCancelled { break }
             if let limit = format.memoryCountLimit, memory.count >= limit { break }
             if let limit = format.memoryCostLimit, memory.totalCost >= limit { break }
-            let key = FlightKey(format: format.name, key: entry.key)
-            let mark = writes.mark(for: key)
+            let mark = writes.mark(for: entry.key)
             // The read runs on the disk's I/O queue, not on a cooperative thread, and gives way to
             // real requests between entries.
             guard !memory.containsValue(forKey: entry.key),
                   let payload = try? await disk.peekValue(forKey: entry.key),
                   let value = try? decode(payload) else { continue }
             // A real request may have set, removed or filled the key meanwhile: never undo it.
-            let inserted = await writes.ifUnchanged(key, since: mark) { () -> Bool in
+            let inserted = await writes.ifUnchanged(entry.key, since: mark) { () -> Bool in
                 guard !memory.containsValue(forKey: entry.key) else { return false }
                 memory.setValue(value, forKey: entry.key)
                 return true

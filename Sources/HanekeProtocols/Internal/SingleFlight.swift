@@ -6,9 +6,9 @@
 ///   has been cancelled the operation's task is cancelled too, and the next caller starts afresh.
 /// - Every call returns or throws exactly once.
 ///
-/// `package`, not public: for `FetchingStore` and Haneke's `Cache` (which passes a different fetcher
-/// on each call), modules of this package.
-package final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+/// Internal: the flights of ``ReadThrough``, the one read-through path of `FetchingStore` and
+/// Haneke's `Cache`.
+final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Flight {
         let id: UInt64
         var task: Task<Void, Never>?
@@ -23,15 +23,15 @@ package final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sen
     private let table = Locked(Table())
 
     /// Creates an empty table of flights.
-    package init() {}
+    init() {}
 
     /// The number of flights under way.
-    package var count: Int { table.withLock { $0.flights.count } }
+    var count: Int { table.withLock { $0.flights.count } }
 
     /// The number of callers waiting on the flight for `key`.
     /// - Parameter key: The key.
     /// - Returns: 0 when there is no flight.
-    package func waiterCount(for key: Key) -> Int {
+    func waiterCount(for key: Key) -> Int {
         table.withLock { $0.flights[key]?.waiters.count ?? 0 }
     }
 
@@ -41,7 +41,7 @@ package final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sen
     ///   - operation: Runs in a new task if this caller starts the flight; ignored otherwise.
     /// - Returns: The flight's value.
     /// - Throws: The flight's error, or `CancellationError` when this caller is cancelled.
-    package func value(for key: Key, startingWith operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    func value(for key: Key, startingWith operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let waiterID = table.withLock { table in
             table.lastID += 1
             return table.lastID
