@@ -158,10 +158,12 @@ extension FileStore {
         journalRecord(.init(kind: .removal, digest: digest, time: now()))
     }
 
-    /// Removes every entry file, shard by shard, each under its stripe lock (so no write to that
-    /// shard's keys interleaves with its removal), and empty shard folders. Only entry files and
+    /// Removes every entry file, shard by shard, and empty shard folders. Only entry files and
     /// abandoned temporary files are deleted: anything else stays where it is (and keeps its shard
-    /// folder). Writes to shards already emptied are kept.
+    /// folder). A shard is listed with no lock held; each entry is then removed as a removal of its
+    /// key is, under its stripe lock for one `fstatat` and one `unlinkat`, so a write waits for
+    /// one file's removal at most, never for a listing. A write that lands after its key's file
+    /// was removed is kept.
     func deleteAll() throws {
         journal.discardPending()
         // What the index holds, by shard: entries whose files are already gone are forgotten too.
@@ -180,41 +182,10 @@ extension FileStore {
             failures.append(error)
         }
         for shard in shards.sorted() {
-            let shardName = StoreNames.shardName(shard)
-            stripe(forShard: shard).withLock { _ in
-                state.withLock { state in
-                    for digest in indexed[Int(shard)] { state.entries.removeValue(forKey: digest) }
-                }
-                do {
-                    // Only real folders: a link or a file at a shard's name is not the store's.
-                    guard POSIX.status(of: shardName, in: folder.descriptor)?.isFolder == true else { return }
-                    try folder.withShard(shardName, create: false) { descriptor in
-                        var names: [(FileName, KeyDigest?)] = []
-                        try POSIX.forEachName(in: descriptor, path: folder.path(of: shardName)) { name in
-                            switch StoreNames.classifyInShard(name, shard: shard) {
-                            case .entry(let digest): names.append((FileName(name), digest))
-                            case .temporary(let writer):
-                                let status = POSIX.status(of: POSIX.cString(name), in: descriptor)
-                                if let status, status.isFile, Self.isAbandoned(writer: writer, status: status, now: now) {
-                                    names.append((FileName(name), nil))
-                                }
-                            default: break
-                            }
-                        }
-                        for (name, digest) in names {
-                            try name.withCString { entry throws in
-                                // A file, a link or a FIFO at the store's name goes; a folder stays
-                                // (the store never empties a folder it did not make).
-                                guard POSIX.status(of: entry, in: descriptor)?.kind != .folder else { return }
-                                try POSIX.unlink(entry, in: descriptor, path: folder.path(of: shardName + "/" + name.description))
-                            }
-                            if let digest { _ = state.withLock { $0.entries.removeValue(forKey: digest) } }
-                        }
-                    }
-                    try POSIX.removeEmptyFolder(shardName, in: folder.descriptor, path: folder.path(of: shardName))
-                } catch {
-                    failures.append(error)
-                }
+            do {
+                try deleteShard(shard, indexed: indexed[Int(shard)], now: now)
+            } catch {
+                failures.append(error)
             }
         }
         do {
@@ -226,6 +197,63 @@ extension FileStore {
         if let first = failures.first {
             counter.recordError()
             throw Self.ioError("Could not remove every entry of \(directory) (\(failures.count) failure\(failures.count == 1 ? "" : "s"))", first)
+        }
+    }
+
+    /// Removes one shard's entry files (and abandoned temporary files) and forgets `indexed`, then
+    /// removes the shard folder if it is empty.
+    private func deleteShard(_ shard: UInt8, indexed: [KeyDigest], now: Int64) throws {
+        let shardName = StoreNames.shardName(shard)
+        // Only real folders: a link or a file at a shard's name is not the store's.
+        guard POSIX.status(of: shardName, in: folder.descriptor)?.isFolder == true else {
+            forget(indexed)
+            return
+        }
+        let listed = try folder.withShard(shardName, create: false) { descriptor -> Bool in
+            var entries: [KeyDigest: FileName] = [:]
+            var abandoned: [FileName] = []
+            try POSIX.forEachName(in: descriptor, path: folder.path(of: shardName)) { name in
+                switch StoreNames.classifyInShard(name, shard: shard) {
+                case .entry(let digest): entries[digest] = FileName(name)
+                case .temporary(let writer):
+                    let status = POSIX.status(of: POSIX.cString(name), in: descriptor)
+                    if let status, status.isFile, Self.isAbandoned(writer: writer, status: status, now: now) {
+                        abandoned.append(FileName(name))
+                    }
+                default: break
+                }
+            }
+            for name in abandoned {
+                try remove(name, in: descriptor, shardName: shardName)
+            }
+            for digest in Set(indexed).union(entries.keys) {
+                try stripe(for: digest).withLock { _ throws in
+                    if let name = entries[digest] {
+                        try remove(name, in: descriptor, shardName: shardName)
+                    }
+                    _ = state.withLock { $0.entries.removeValue(forKey: digest) }
+                }
+            }
+            return true
+        }
+        if listed == nil { forget(indexed) }   // the shard folder went meanwhile
+        try POSIX.removeEmptyFolder(shardName, in: folder.descriptor, path: folder.path(of: shardName))
+    }
+
+    /// Removes a file, a link or a FIFO at one of the store's names in a shard; a folder stays
+    /// (the store never empties a folder it did not make), and so does a name already gone.
+    private func remove(_ name: FileName, in descriptor: Int32, shardName: String) throws {
+        try name.withCString { entry throws in
+            guard POSIX.status(of: entry, in: descriptor)?.kind != .folder else { return }
+            _ = try POSIX.unlink(entry, in: descriptor, path: folder.path(of: shardName + "/" + name.description))
+        }
+    }
+
+    /// Drops index entries whose files are gone with their shard.
+    private func forget(_ digests: [KeyDigest]) {
+        guard !digests.isEmpty else { return }
+        state.withLock { state in
+            for digest in digests { state.entries.removeValue(forKey: digest) }
         }
     }
 }

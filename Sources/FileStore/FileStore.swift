@@ -83,7 +83,7 @@ public final class FileStore: Store {
     /// ones after it, never the ones before):
     ///
     /// 1. one stripe lock (``stripe(for:)``; never two at once: eviction and `removeAll` take them
-    ///    one after another);
+    ///    one key after another);
     /// 2. `state`.
     ///
     /// The other locks are never held together with these, nor with each other except as noted:
@@ -93,9 +93,10 @@ public final class FileStore: Store {
     ///   folder's `retired` lock: each held alone, for a dictionary, a set or an array edit.
     ///
     /// Blocking I/O under a lock: a stripe lock is held around one key's file operations (a
-    /// `renameat`, an `fstatat` and `unlinkat`, the shard folder's `openat`) by design, and around
-    /// a whole shard's listing and removal in `removeAll`; the journal's `file` lock around its
-    /// appends and its rewrites.
+    /// `renameat`, or an `fstatat` and an `unlinkat`) by design, so a writer of a key waits for one
+    /// file operation of another key in its stripe at most (`removeAll` lists each shard with no
+    /// lock held, then removes its files key by key); the journal's `file` lock is held around its
+    /// appends and its rewrites, which only its own flushes wait for.
     let state: Locked<IndexState>
     let journal: RecencyJournal
     let counter = StatisticsCounter()
@@ -357,15 +358,10 @@ public final class FileStore: Store {
     }
 
     /// The lock that orders renames and removals of one key's file (never held for reads: only
-    /// around one key's `renameat` or `unlinkat` and the `openat` and `fstatat` that check it, or
-    /// a whole shard's removal in `removeAll`; see ``state`` for the lock order).
+    /// around one key's `renameat` or `unlinkat` and the `openat` and `fstatat` that check it; see
+    /// ``state`` for the lock order).
     func stripe(for digest: KeyDigest) -> Locked<Int> {
         stripes[Int(digest.firstByte & 63)]
-    }
-
-    /// The lock of every key in a shard.
-    func stripe(forShard shard: UInt8) -> Locked<Int> {
-        stripes[Int(shard & 63)]
     }
 
     func now() -> Int64 {

@@ -661,6 +661,32 @@ struct FileStoreTests {
         #expect(try store.value(forKey: "other key") == Data([2]))
     }
 
+    /// `removeAll` takes each key's stripe lock for that key's file alone (it lists the shards with
+    /// no lock held), so writes go on meanwhile: whatever the interleaving, the index and the files
+    /// agree afterwards, and a value read back is one that was written.
+    @Test func writesDuringRemoveAllLeaveTheIndexAndTheFilesAgreeing() async throws {
+        let store = try open()
+        for round in 0..<5 {
+            for index in 0..<300 { try await store.setValue(Data([UInt8(index & 0xFF), 1]), forKey: "key \(index)") }
+            async let removal: Void = store.removeAll()
+            async let writes: Void = {
+                for index in stride(from: 0, to: 300, by: 3) {
+                    try await store.setValue(Data([UInt8(index & 0xFF), 2]), forKey: "key \(index)")
+                }
+            }()
+            _ = try await (removal, writes)
+            let files = try entryFiles().count
+            #expect(store.count == files, "round \(round): \(store.count) entries in the index, \(files) files")
+            var readable = 0
+            for index in 0..<300 {
+                guard let value = try await store.value(forKey: "key \(index)") else { continue }
+                readable += 1
+                #expect(value == Data([UInt8(index & 0xFF), 2]), "round \(round): key \(index) came back from before the removal")
+            }
+            #expect(readable == files, "round \(round)")
+        }
+    }
+
     // MARK: - Helpers
 
     /// Every entry file (32-hex-digit names in shard folders) under the directory.
