@@ -95,8 +95,10 @@ public final class FileStore: Store {
     /// Blocking I/O under a lock: a stripe lock is held around one key's file operations (a
     /// `renameat`, or an `fstatat` and an `unlinkat`) by design, so a writer of a key waits for one
     /// file operation of another key in its stripe at most (`removeAll` lists each shard with no
-    /// lock held, then removes its files key by key); the journal's `file` lock is held around its
-    /// appends and its rewrites, which only its own flushes wait for.
+    /// lock held, then removes its files key by key). The journal's `file` lock is held around its
+    /// appends and its rewrites; reads and writes only append to its buffer (under `pending`, no
+    /// I/O) and leave flushes to the executor, so only flushes, compactions, `removeAll` and
+    /// opening wait for it.
     let state: Locked<IndexState>
     let journal: RecencyJournal
     let counter = StatisticsCounter()
@@ -419,7 +421,7 @@ public final class FileStore: Store {
         var reason: String
     }
 
-    /// Records an access in the journal, flushing it when its buffer is full.
+    /// Records an access in the journal; a full buffer is flushed on the executor.
     func journalAccess(_ digest: KeyDigest, at time: Int64) {
         journalRecord(.init(kind: .access, digest: digest, time: time))
     }
@@ -427,7 +429,9 @@ public final class FileStore: Store {
     func journalRecord(_ record: RecencyJournal.Record) {
         switch journal.append(record) {
         case .none: break
-        case .flushNow: flushJournal()
+        // Not on the caller's thread: a read or write never waits for the journal's file lock,
+        // which a flush or a compaction holds through its I/O.
+        case .flushNow: executor.submit { [self] in flushJournal() }
         case .scheduleFlush: scheduleJournalFlush()
         }
     }

@@ -39,7 +39,8 @@ final class RecencyJournal: Sendable {
     enum Advice {
         /// Nothing: the record waits in the buffer, and a flush is already due.
         case none
-        /// The buffer is full: flush it now.
+        /// The buffer is full: flush it soon, on the I/O executor (once: the records that follow
+        /// before the flush takes the buffer get `.none`).
         case flushNow
         /// This is the first record since the last timed flush: schedule one.
         case scheduleFlush
@@ -48,6 +49,8 @@ final class RecencyJournal: Sendable {
     private struct Pending: Sendable {
         var bytes: [UInt8] = []
         var flushScheduled = false
+        /// A flush of the full buffer has been asked for and has not taken it yet.
+        var flushQueued = false
     }
 
     private struct FileState: Sendable {
@@ -163,7 +166,11 @@ final class RecencyJournal: Sendable {
     func append(_ record: Record) -> Advice {
         pending.withLock { pending in
             Self.encode(record, into: &pending.bytes)
-            if pending.bytes.count >= Self.flushThreshold { return .flushNow }
+            if pending.bytes.count >= Self.flushThreshold {
+                if pending.flushQueued { return .none }
+                pending.flushQueued = true
+                return .flushNow
+            }
             if pending.flushScheduled { return .none }
             pending.flushScheduled = true
             return .scheduleFlush
@@ -187,7 +194,10 @@ final class RecencyJournal: Sendable {
     func flush() throws {
         try file.withLock { state throws in
             let bytes = pending.withLock { pending in
-                defer { pending.bytes.removeAll(keepingCapacity: true) }
+                defer {
+                    pending.bytes.removeAll(keepingCapacity: true)
+                    pending.flushQueued = false
+                }
                 return pending.bytes
             }
             guard !bytes.isEmpty else { return }
@@ -227,7 +237,10 @@ final class RecencyJournal: Sendable {
 
     /// Forgets the buffered records (before `removeAll` rewrites the journal).
     func discardPending() {
-        pending.withLock { $0.bytes.removeAll(keepingCapacity: true) }
+        pending.withLock { pending in
+            pending.bytes.removeAll(keepingCapacity: true)
+            pending.flushQueued = false
+        }
     }
 
     private func ensureOpen(_ state: inout FileState) throws {
