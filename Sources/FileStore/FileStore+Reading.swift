@@ -113,17 +113,22 @@ extension FileStore {
     /// meanwhile (the name then holds a new, valid file) — and forgets it in the index.
     func discardFile(_ descriptor: Int32, digest: KeyDigest) {
         guard let identity = try? POSIX.status(of: descriptor, path: path(for: digest)).identity else { return }
-        let removed = stripe(for: digest).withLock { _ -> Bool in
+        let removed = stripe(for: digest).withLock { _ -> Result<Bool, any Error> in
             do {
-                guard try removeFile(of: digest, ifStill: identity) else { return false }
+                guard try removeFile(of: digest, ifStill: identity) else { return .success(false) }
             } catch {
-                logger.warning("Could not delete a damaged or expired file", metadata: ["path": "\(path(for: digest))", "error": "\(error)"])
-                return false
+                return .failure(error)
             }
             _ = state.withLock { $0.entries.removeValue(forKey: digest) }
-            return true
+            return .success(true)
         }
-        if removed { journalRecord(.init(kind: .removal, digest: digest, time: now())) }
+        // Logged and journaled with no lock held.
+        switch removed {
+        case .success(true): journalRecord(.init(kind: .removal, digest: digest, time: now()))
+        case .success(false): break
+        case .failure(let error):
+            logger.warning("Could not delete a damaged or expired file", metadata: ["path": "\(path(for: digest))", "error": "\(error)"])
+        }
     }
 
     /// Handles something that is not an entry file at an entry's name — a symbolic link (never
@@ -135,23 +140,28 @@ extension FileStore {
         let path = path(for: digest)
         logger.warning("What is at an entry's name is not an entry file", metadata: ["path": "\(path)", "reason": "\(reason)"])
         counter.recordError()
-        stripe(for: digest).withLock { _ in
+        let outcome = stripe(for: digest).withLock { _ -> Result<Bool, any Error> in
+            defer { _ = state.withLock { $0.entries.removeValue(forKey: digest) } }
             do {
-                try folder.withShard(digest.shard, create: false) { shard in
+                let removed = try folder.withShard(digest.shard, create: false) { shard -> Bool in
                     let name = digest.hex
-                    guard let status = POSIX.status(of: name, in: shard) else { return }
-                    if status.isFolder {
-                        if try !POSIX.removeEmptyFolder(name, in: shard, path: path) {
-                            logger.warning("Leaving a folder that is not empty at an entry's name", metadata: ["path": "\(path)"])
-                        }
-                    } else if !status.isFile {
-                        try POSIX.unlink(name, in: shard, path: path)
-                    }
+                    guard let status = POSIX.status(of: name, in: shard) else { return true }
+                    if status.isFolder { return try POSIX.removeEmptyFolder(name, in: shard, path: path) }
+                    if !status.isFile { try POSIX.unlink(name, in: shard, path: path) }
+                    return true
                 }
+                return .success(removed ?? true)
             } catch {
-                logger.warning("Could not remove it", metadata: ["path": "\(path)", "error": "\(error)"])
+                return .failure(error)
             }
-            _ = state.withLock { $0.entries.removeValue(forKey: digest) }
+        }
+        // Logged with no lock held.
+        switch outcome {
+        case .success(true): break
+        case .success(false):
+            logger.warning("Leaving a folder that is not empty at an entry's name", metadata: ["path": "\(path)"])
+        case .failure(let error):
+            logger.warning("Could not remove it", metadata: ["path": "\(path)", "error": "\(error)"])
         }
     }
 
