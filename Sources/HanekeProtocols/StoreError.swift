@@ -107,6 +107,10 @@ extension StoreError {
         public static let formatNotFound = Code("formatNotFound")
         /// A backend (a server, a directory) cannot be reached right now.
         public static let unavailable = Code("unavailable")
+        /// The backend refused the credentials, or requires credentials that were not given (a
+        /// wrong Redis password, none configured for a server that wants one). Retrying will not
+        /// help until the configuration changes.
+        public static let authentication = Code("authentication")
         /// An operation did not finish in the time allowed.
         public static let timeout = Code("timeout")
         /// Memory could not be allocated for the operation: nothing is known to be wrong with the

@@ -81,4 +81,9 @@ struct StoreErrorTests {
     @Test func anErrorWithNoCauseIsItsCodeAndMessage() {
         #expect("\(StoreError(.notFound, "Nothing for key k"))" == "notFound: Nothing for key k")
     }
+
+    @Test func authenticationIsACodeOfItsOwn() {
+        #expect(StoreError.Code.authentication.name == "authentication")
+        #expect(StoreError.Code.authentication != .unavailable)
+    }
 }
