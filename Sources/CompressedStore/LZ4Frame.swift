@@ -55,19 +55,21 @@ public enum LZ4Frame {
 }
 
 extension LZ4.Failure {
-    /// The `StoreError` users see: what, about which frame (`subject`), and why.
+    /// The `StoreError` users see: what, about which frame (`subject`), and why. The reason is
+    /// ours (liblz4's error name at most), so it is in the message, and the failure — internal, and
+    /// saying nothing more — is not kept as the cause, which would print the reason twice.
     func storeError(subject: String) -> StoreError {
         switch self {
         case .limitExceeded(let claimed?, let limit):
-            return StoreError(.decompressionLimitExceeded, "\(subject) claims \(claimed) bytes, over the decompression limit of \(limit) bytes", cause: self)
+            return StoreError(.decompressionLimitExceeded, "\(subject) claims \(claimed) bytes, over the decompression limit of \(limit) bytes")
         case .limitExceeded(nil, let limit):
-            return StoreError(.decompressionLimitExceeded, "\(subject) decompresses to more than the limit of \(limit) bytes", cause: self)
+            return StoreError(.decompressionLimitExceeded, "\(subject) decompresses to more than the limit of \(limit) bytes")
         case .corrupted(let reason):
-            return StoreError(.corrupted, "\(subject) is damaged: \(reason)", cause: self)
+            return StoreError(.corrupted, "\(subject) is damaged: \(reason)")
         case .compression(let reason):
-            return StoreError(.encoding, "\(subject) could not be compressed: \(reason)", cause: self)
+            return StoreError(.encoding, "\(subject) could not be compressed: \(reason)")
         case .outOfMemory(let reason):
-            return StoreError(.outOfMemory, "\(subject) could not be processed: \(reason)", cause: self)
+            return StoreError(.outOfMemory, "\(subject) could not be processed: \(reason)")
         }
     }
 }

@@ -9,7 +9,8 @@ extension DataConvertible where Self: Decodable {
     /// Decodes the value from JSON.
     /// - Parameter data: JSON bytes.
     /// - Returns: The value.
-    /// - Throws: `StoreError` with code `decoding`, naming the type and what was wrong.
+    /// - Throws: `StoreError` with code `decoding`, naming the type, with the `DecodingError` (what
+    ///   was wrong, and where) as its cause.
     public static func convertFromData(_ data: Data) throws -> Self {
         try JSONCoding.decode(Self.self, from: data)
     }

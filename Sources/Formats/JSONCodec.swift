@@ -27,7 +27,8 @@ public struct JSONCodec<Value: Codable>: DataCodec {
     /// Decodes a value from JSON.
     /// - Parameter data: UTF-8 JSON.
     /// - Returns: The value.
-    /// - Throws: `StoreError` with code `decoding`, naming the expected type and the problem.
+    /// - Throws: `StoreError` with code `decoding`, naming the expected type, with the
+    ///   `DecodingError` (what was wrong, and where) as its cause.
     public func decode(_ data: Data) throws -> Value {
         try JSONCoding.decode(Value.self, from: data, dates: dateEncodingStrategy)
     }

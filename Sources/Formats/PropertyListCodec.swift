@@ -25,24 +25,21 @@ public struct PropertyListCodec<Value: Codable>: DataCodec {
         do {
             return try encoder.encode([value])
         } catch {
-            throw StoreError(.encoding, "Could not encode \(Value.self) as a property list: \(error)", cause: error)
+            throw StoreError(.encoding, "Could not encode \(Value.self) as a property list", cause: error)
         }
     }
 
     /// Decodes a value from a property list (binary or XML).
     /// - Parameter data: The property list's bytes.
     /// - Returns: The value.
-    /// - Throws: `StoreError` with code `decoding`, naming the expected type and the problem.
+    /// - Throws: `StoreError` with code `decoding`, naming the expected type, with the
+    ///   `DecodingError` as its cause.
     public func decode(_ data: Data) throws -> Value {
         let wrapped: [Value]
         do {
             wrapped = try PropertyListDecoder().decode([Value].self, from: data)
         } catch {
-            throw StoreError(
-                .decoding,
-                "Expected \(Value.self) as a property list in \(data.count) bytes: \(DecodingProblem.describe(error))",
-                cause: error
-            )
+            throw StoreError(.decoding, "Could not decode \(Value.self) from a property list of \(data.count) bytes", cause: error)
         }
         guard wrapped.count == 1, let value = wrapped.first else {
             throw StoreError(.decoding, "Expected one \(Value.self) in the property list, found \(wrapped.count)")

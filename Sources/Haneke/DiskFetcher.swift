@@ -44,7 +44,7 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// - Parameter key: The cache key; used as the path when the fetcher has none.
     /// - Returns: The decoded contents.
     /// - Throws: `StoreError` with code `notFound` (no such file), `valueTooLarge`, `decoding`, or
-    ///   `io`.
+    ///   `io`; `notFound` and `io` carry the system's error number as `posixCode`.
     public func fetch(_ key: String) async throws -> Value {
         let path = self.path ?? key
         let maximum = configuration.maximumFileSize
@@ -99,6 +99,6 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
         if code == .ENOENT || code == .ENOTDIR {
             return StoreError(.notFound, "There is no file at \(path)", posixCode: code)
         }
-        return StoreError(.io, "Could not read \(path): \(String(cString: strerror(number)))", posixCode: code)
+        return StoreError(.io, "Could not read \(path)", posixCode: code)
     }
 }

@@ -196,7 +196,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
 
     private static func storeError(for error: any Error, request: Request) -> any Error {
         guard let urlError = error as? URLError else {
-            return StoreError(.unavailable, "GET \(request.shown) failed: \(error)", cause: error)
+            return StoreError(.unavailable, "GET \(request.shown) failed", cause: error)
         }
         let description = urlError.localizedDescription
         // FoundationNetworking's error holds the URL with its secrets (NSErrorFailingURLKey):
@@ -210,13 +210,13 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         case .timedOut:
             return StoreError(.timeout, "GET \(request.shown) timed out", cause: cause)
         case .networkConnectionLost, .cannotParseResponse, .zeroByteResource:
-            return StoreError(.missingData, "GET \(request.shown) ended before its body was complete: \(description)", cause: cause)
+            return StoreError(.missingData, "GET \(request.shown) ended before its body was complete", cause: cause)
         case .unknown where description.contains("bytes remaining to read"):
             // libcurl's CURLE_PARTIAL_FILE ("transfer closed with N bytes remaining to read"), which
             // FoundationNetworking passes on as an unknown error: a body shorter than its Content-Length.
-            return StoreError(.missingData, "GET \(request.shown) ended before its body was complete: \(description)", cause: cause)
+            return StoreError(.missingData, "GET \(request.shown) ended before its body was complete", cause: cause)
         default:
-            return StoreError(.unavailable, "GET \(request.shown) failed: \(description)", cause: cause)
+            return StoreError(.unavailable, "GET \(request.shown) failed", cause: cause)
         }
     }
 

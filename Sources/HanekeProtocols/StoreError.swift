@@ -2,8 +2,17 @@
 public import Glibc
 #endif
 
-/// The one error type of the framework: what failed (`code`), a sentence naming the key or file and
-/// the reason (`message`), and the lower-level error that caused it, if any (`cause`).
+/// The one error type of the framework: what failed (`code`), a sentence naming the key or file
+/// (`message`), and the lower-level error that caused it, if any (`cause`).
+///
+/// Each fact is said once: the message says what failed, and why when the framework itself
+/// decided it (a damaged header, a limit passed); a lower-level error is kept as `cause` and never
+/// repeated in the message. ``description`` joins them on one line:
+///
+/// ```text
+/// decoding: Could not decode the value stored for key user-1: Could not decode User from 12 bytes of JSON (cause: expected Int at id: Expected to decode Int but found a string instead.)
+/// io: Could not read /etc/shadow (cause: Permission denied (errno 13 EACCES))
+/// ```
 ///
 /// Codes are an extensible set of static values rather than an enum, so new backends can add codes
 /// without breaking anyone's `switch`. Compare codes with `==`:
@@ -17,9 +26,11 @@ public import Glibc
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
     public var code: Code
-    /// A human-readable sentence: what failed, on which key or file, and why.
+    /// A human-readable sentence: what failed, on which key or file, and why when the reason is
+    /// not another error (that one is ``cause``, which the message does not repeat).
     public var message: String
-    /// The lower-level error that caused this one, if any.
+    /// The lower-level error that caused this one, if any: a failed system call, a
+    /// `DecodingError`, a `URLError`, another `StoreError`… ``description`` prints it.
     public var cause: (any Error)?
     /// For `invalidStatusCode`: the status the server answered with (404, 503, …); `nil` otherwise.
     public var statusCode: Int?
@@ -30,7 +41,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// Creates an error.
     /// - Parameters:
     ///   - code: What kind of failure this is.
-    ///   - message: What failed, on which key or file, and why.
+    ///   - message: What failed, on which key or file; not the cause's text, which
+    ///     ``description`` adds.
     ///   - cause: The lower-level error that caused this one, if any.
     ///   - statusCode: For `invalidStatusCode`, the server's status.
     ///   - posixCode: For a failed system call, its error number.
@@ -42,11 +54,19 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         self.posixCode = posixCode
     }
 
-    /// `"<code>: <message>"`, followed by the cause when there is one.
+    /// `"<code>: <message>"`, then `" (cause: <cause>)"` when there is a cause or a ``posixCode``:
+    /// a `StoreError` cause as its own description, a system error as its reason and number
+    /// (`Permission denied (errno 13 EACCES)`), a `DecodingError` or `EncodingError` as its
+    /// problem and coding path, a `URLError` as its description and code, any other error as
+    /// itself; with no cause, the ``posixCode`` as a system error.
     public var description: String {
-        var text = "\(code): \(message)"
-        if let cause { text += " (cause: \(cause))" }
-        return text
+        if let cause {
+            return "\(code): \(message) (cause: \(CauseText.describe(cause)))"
+        }
+        if let posixCode {
+            return "\(code): \(message) (cause: \(CauseText.describe(posixCode)))"
+        }
+        return "\(code): \(message)"
     }
 }
 
@@ -87,6 +107,10 @@ extension StoreError {
         public static let formatNotFound = Code("formatNotFound")
         /// A backend (a server, a directory) cannot be reached right now.
         public static let unavailable = Code("unavailable")
+        /// The backend refused the credentials, or requires credentials that were not given (a
+        /// wrong Redis password, none configured for a server that wants one). Retrying will not
+        /// help until the configuration changes.
+        public static let authentication = Code("authentication")
         /// An operation did not finish in the time allowed.
         public static let timeout = Code("timeout")
         /// Memory could not be allocated for the operation: nothing is known to be wrong with the

@@ -26,6 +26,10 @@ import NIOCore
 ///   `unavailable` at once. So with Redis down the store answers quickly, a chain reads it as a
 ///   miss (logged, and counted in ``statistics``), and when Redis is back the store reconnects by
 ///   itself.
+/// - Credentials: when the server refuses the `AUTH` of the URL, or wants a password and the URL
+///   has none (`NOAUTH`), operations throw `authentication` — while the store waits to try again
+///   too — rather than `unavailable`: retrying will not help until the configuration changes. A
+///   chain still reads it as a miss.
 /// - Cancellation: a cancelled task stops waiting at once and gets `CancellationError` (a command
 ///   already sent still runs on the server; its reply is dropped).
 /// - The client speaks RESP2 over SwiftNIO (`AUTH` with a password or an ACL user, `SELECT`); TLS
@@ -113,8 +117,10 @@ public final class RedisStore: Store {
     /// Returns the value for `key` (`GET`), or `nil` when Redis has none.
     /// - Parameter key: The key to look up.
     /// - Returns: The stored bytes, or `nil`.
-    /// - Throws: `StoreError` with code `unavailable` when Redis cannot be reached, `timeout` when
-    ///   it does not answer in time, `io` when it answers with an error or a malformed reply.
+    /// - Throws: `StoreError` with code `unavailable` when Redis cannot be reached, `authentication`
+    ///   when it refuses the configured credentials (or wants some and none are configured),
+    ///   `timeout` when it does not answer in time, `io` when it answers with an error or a
+    ///   malformed reply. The error's `cause` says what Redis answered.
     /// - Performs network I/O: one round trip (`GET`), pipelined with other requests.
     public func value(forKey key: String) async throws -> Data? {
         try Task.checkCancellation()
@@ -136,7 +142,8 @@ public final class RedisStore: Store {
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
     /// - Throws: `StoreError` with code `valueTooLarge` over 512 MiB, `invalidConfiguration` when the
-    ///   configured time to live is not positive, `unavailable`, `timeout` or `io` as for reads.
+    ///   configured time to live is not positive, `unavailable`, `authentication`, `timeout` or
+    ///   `io` as for reads.
     /// - Performs network I/O: one round trip (`SET`).
     public func setValue(_ value: Data, forKey key: String) async throws {
         try Task.checkCancellation()
@@ -161,7 +168,8 @@ public final class RedisStore: Store {
 
     /// Removes the value for `key` (`UNLINK`); removing a missing key is a no-op.
     /// - Parameter key: The key to remove.
-    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads.
+    /// - Throws: `StoreError` with code `unavailable`, `authentication`, `timeout` or `io` as for
+    ///   reads.
     /// - Performs network I/O: one round trip (`UNLINK`).
     public func removeValue(forKey key: String) async throws {
         try Task.checkCancellation()
@@ -173,9 +181,9 @@ public final class RedisStore: Store {
     /// Removes every key of the namespace — the keys that start with ``Configuration/keyPrefix`` —
     /// with `SCAN … MATCH` and `UNLINK` in batches of ``Configuration/scanCount``. Other keys in
     /// the database stay; the store stays usable (a key written meanwhile may or may not be removed).
-    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io` as for reads; `io` when the
-    ///   scan has not ended after ``Configuration/maximumScanRounds`` rounds (the keys removed by
-    ///   then stay removed).
+    /// - Throws: `StoreError` with code `unavailable`, `authentication`, `timeout` or `io` as for
+    ///   reads; `io` when the scan has not ended after ``Configuration/maximumScanRounds`` rounds
+    ///   (the keys removed by then stay removed).
     /// - Performs network I/O: a `SCAN` round trip per batch, and an `UNLINK` per batch that found keys.
     public func removeAll() async throws {
         try Task.checkCancellation()
@@ -229,7 +237,7 @@ public final class RedisStore: Store {
 
     /// Checks that Redis answers (`PING`), connecting if needed: for health checks, or to connect
     /// before the first request.
-    /// - Throws: `StoreError` with code `unavailable`, `timeout` or `io`.
+    /// - Throws: `StoreError` with code `unavailable`, `authentication`, `timeout` or `io`.
     /// - Performs network I/O: one round trip, after opening a connection if none is open.
     public func ping() async throws {
         let reply = try await send(.command("PING"), "ping", key: nil, counted: false)
@@ -276,7 +284,7 @@ public final class RedisStore: Store {
         }
         if case .error(let message) = reply {
             if counted { counter.recordError() }
-            throw StoreError(.io, "\(subject(operation, key: key)): Redis answered with an error: \(message)")
+            throw storeError(RedisClientError.errorReply(message), operation, key: key)
         }
         return reply
     }
@@ -289,13 +297,9 @@ public final class RedisStore: Store {
         }
     }
 
+    /// The error users see: what failed on which key, with the client's error as the cause.
     private func storeError(_ error: any Error, _ operation: String, key: String?) -> StoreError {
-        let code: StoreError.Code = switch error as? RedisClientError {
-        case .timedOut: .timeout
-        case .malformedReply: .io
-        default: .unavailable
-        }
-        return StoreError(code, "\(subject(operation, key: key)): \(error)", cause: error)
+        StoreError((error as? RedisClientError)?.code ?? .unavailable, subject(operation, key: key), cause: error)
     }
 
     private func unexpected(_ reply: RESPValue, _ operation: String, key: String?, counted: Bool = true) -> StoreError {

@@ -82,12 +82,14 @@ struct ToolError: Error {
         }
     }
 
-    /// An error in words, on one line, once: a `StoreError`'s message with the system's reason
-    /// (its cause is not printed: it repeats the message or the path), a system error's reason
-    /// (a Foundation error's underlying one), or the error's own description.
+    /// An error in words, on one line, once: a `StoreError`'s message (which never repeats its
+    /// cause) with the system's reason when it has a `posixCode` (the failed call that is its
+    /// cause is not printed: it repeats the path), or else with its cause's reason; a system
+    /// error's reason (a Foundation error's underlying one), or the error's own description.
     static func reason(_ error: any Error) -> String {
         if let error = error as? StoreError {
-            return error.message + (error.posixCode.map { ": " + describe($0) } ?? "")
+            if let code = error.posixCode { return error.message + ": " + describe(code) }
+            return error.message + (error.cause.map { ": " + reason($0) } ?? "")
         }
         let bridged = error as NSError
         if bridged.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(bridged.code)) { return describe(code) }

@@ -87,12 +87,45 @@ struct FormatsTests {
         }
         #expect(error?.code == .decoding)
         #expect(error?.message.contains("Article") == true)
-        #expect(error?.message.contains("tags") == true)
+        #expect(error?.cause is DecodingError)
+        #expect("\(error.map { "\($0)" } ?? "")".contains(" at tags: "), "\(String(describing: error))")
     }
 
     @Test func aMissingFieldIsNamed() {
         let error = #expect(throws: StoreError.self) { try Article.convertFromData(Data(#"{"title":"t"}"#.utf8)) }
-        #expect(error?.message.contains("tags") == true)
+        #expect("\(error.map { "\($0)" } ?? "")".contains("no value for key 'tags'"), "\(String(describing: error))")
+    }
+
+    /// The decoder's reason is the cause, printed once by the description, readably; the message
+    /// says what failed.
+    @Test func aDecodingErrorSaysItsCauseOnce() throws {
+        let bytes = Data(#"{"title":"t"}"#.utf8)
+        let decoders: [(String, () throws -> Article)] = [
+            ("JSON", { try Article.convertFromData(bytes) }),
+            ("property list", { try PropertyListCodec<Article>().decode(PropertyListCodec<[String: String]>().encode(["title": "t"])) }),
+        ]
+        for (name, decode) in decoders {
+            let error = try #require(#expect(throws: StoreError.self, "\(name)") { _ = try decode() })
+            let text = "\(error)"
+            #expect(error.code == .decoding)
+            #expect(error.message.contains("Could not decode Article from"), "\(text)")
+            #expect(!error.message.contains("tags"), "\(text)")
+            #expect(Self.occurrences(of: "no value for key 'tags'", in: text) == 1, "\(text)")
+            #expect(!text.contains("CodingKeys") && !text.contains("\n"), "\(text)")
+        }
+    }
+
+    @Test func anEncodingErrorSaysItsCauseOnce() throws {
+        let error = try #require(#expect(throws: StoreError.self) { try JSONCodec<Double>().encode(.nan) })
+        let text = "\(error)"
+        #expect(error.code == .encoding)
+        #expect(error.message == "Could not encode Double as JSON")
+        #expect(error.cause is EncodingError)
+        #expect(Self.occurrences(of: "cannot encode Double", in: text) == 1, "\(text)")
+    }
+
+    static func occurrences(of needle: String, in text: String) -> Int {
+        text.components(separatedBy: needle).count - 1
     }
 
     @Test(arguments: [JSONDateStrategy.deferredToDate, .secondsSince1970, .iso8601])

@@ -38,6 +38,9 @@ struct CombinatorTests {
         #expect(error?.code == .decoding)
         #expect(error?.message.contains("user-1") == true)
         #expect(error?.message.contains("User") == true)
+        // The decoder's reason once, after the message, as StoreError's documentation shows it.
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.hasPrefix("decoding: Could not decode the value stored for key user-1: Could not decode User from 12 bytes of JSON (cause: expected Int at id: "), "\(text)")
     }
 
     @Test func aCodecThatCannotEncodeThrowsAnEncodingError() async throws {

@@ -19,6 +19,7 @@ struct DiskFetcherTests {
         let error = await #expect(throws: StoreError.self) { try await DiskFetcher<Data>(path: directory.appending("nope")).fetch("k") }
         #expect(error?.code == .notFound)
         #expect(error?.message.contains("nope") == true)
+        #expect(error?.posixCode == .ENOENT)
     }
 
     @Test func aFileThatDoesNotDecodeIsADecodingError() async throws {
@@ -29,10 +30,17 @@ struct DiskFetcherTests {
         #expect(error?.code == .decoding)
     }
 
-    @Test func aFolderIsAnIOError() async throws {
+    /// The system's reason is the `posixCode`, printed once by the description, and not in the
+    /// message, which names the file.
+    @Test func aFolderIsAnIOErrorWithItsErrorNumber() async throws {
         let directory = try TemporaryDirectory()
-        let error = await #expect(throws: StoreError.self) { try await DiskFetcher<Data>(path: directory.path).fetch("k") }
-        #expect(error?.code == .io)
+        let error = try #require(await #expect(throws: StoreError.self) { try await DiskFetcher<Data>(path: directory.path).fetch("k") })
+        #expect(error.code == .io)
+        #expect(error.posixCode == .EISDIR)
+        #expect(error.message == "Could not read \(directory.path)")
+        let reason = "Is a directory (errno 21 EISDIR)"
+        #expect("\(error)" == "io: Could not read \(directory.path) (cause: \(reason))")
+        #expect("\(error)".components(separatedBy: "Is a directory").count - 1 == 1, "\(error)")
     }
 
     @Test func fetchByPathCaches() async throws {

@@ -279,6 +279,24 @@ struct NetworkFetcherTests {
         #expect(NetworkFetcher<Data>().configuration == configuration)
     }
 
+    /// A refused connection: the message says which request failed, the cause (libcurl's reason,
+    /// in a `URLError`) is printed once by the description.
+    @Test func aRefusedConnectionIsUnavailableWithItsCauseOnce() async throws {
+        let refusing = try RefusingPort()
+        let url = "http://127.0.0.1:\(refusing.port)/a"
+        let error = try #require(await #expect(throws: StoreError.self) {
+            try await NetworkFetcher<Data>(url: URL(string: url)).fetch("unused")
+        })
+        withExtendedLifetime(refusing) {}
+        let cause = try #require(error.cause as? URLError)
+        let reason = try #require(cause.userInfo[NSLocalizedDescriptionKey] as? String)
+        #expect(error.code == .unavailable)
+        #expect(error.message == "GET \(url) failed")
+        #expect(!reason.isEmpty && !error.message.contains(reason))
+        #expect("\(error)" == "unavailable: GET \(url) failed (cause: \(reason) (URLError \(cause.code.rawValue)))")
+        #expect("\(error)".components(separatedBy: reason).count - 1 == 1, "\(error)")
+    }
+
     // MARK: - Secrets
 
     enum Failure: String, CaseIterable {

@@ -58,7 +58,8 @@ struct FaultTests {
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             return error.code == .unavailable
-                && error.message.hasPrefix("Could not read key greeting on Redis at 127.0.0.1:\(server.port): could not connect")
+                && error.message == "Could not read key greeting on Redis at 127.0.0.1:\(server.port)"
+                && "\(error)".contains("(cause: could not connect (Connection refused))")
         }
     }
 
@@ -102,7 +103,7 @@ struct FaultTests {
                 _ = try await store.value(forKey: "k")
             } throws: { error in
                 guard let error = error as? StoreError else { return false }
-                return error.code == .timeout && error.message.contains("no reply within 200 ms; the connection was dropped")
+                return error.code == .timeout && "\(error)".contains("no reply within 200 ms; the connection was dropped")
             }
             let elapsed = ContinuousClock.now - start
             #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(20))
@@ -149,8 +150,8 @@ struct FaultTests {
             } throws: { error in
                 guard let error = error as? StoreError else { return false }
                 return error.code == .io
-                    && error.message.contains("Could not read key k on Redis")
-                    && error.message.contains("malformed RESP reply: unknown type byte 0x25 ('%') where a reply should start; the connection was dropped")
+                    && error.message == "Could not read key k on Redis at 127.0.0.1:\(server.port)"
+                    && "\(error)".contains("malformed RESP reply: unknown type byte 0x25 ('%') where a reply should start; the connection was dropped")
             }
             try await waitUntil { server.connectionsClosed == 1 }
             // The next command opens a new connection, in step again.
@@ -208,6 +209,55 @@ struct FaultTests {
             #expect(server.commandNames.filter { $0 == "SCAN" }.count == 25)
             #expect(server.commandNames.filter { $0 == "UNLINK" }.count == 25)
             #expect(store.statistics.errors == 1)
+        }
+    }
+
+    /// Credentials the server refuses — a wrong password, a wrong user, none where the server
+    /// wants one, one where it wants none — are `authentication`, not `unavailable`: on the
+    /// operation that met the refusal, and on the next one, which fails at once while the store
+    /// waits to try again. The error names the key and the server; the server's reply is its
+    /// cause, said once. The right password works on the same server.
+    @Test(.tags(.redis, .process)) func refusedCredentialsAreAnAuthenticationErrorAlsoWhileTheStoreWaitsToRetry() async throws {
+        let guarded = try await RedisTestServer(arguments: ["--requirepass", "s3cret"])
+        let open = try await RedisTestServer()
+        try await withServer(guarded, shutdown: { await $0.stop() }) { guarded in
+            try await withServer(open, shutdown: { await $0.stop() }) { open in
+                let cases = [
+                    ("a wrong password", "redis://:nope@", guarded.port, "WRONGPASS"),
+                    ("a wrong user", "redis://nobody:s3cret@", guarded.port, "WRONGPASS"),
+                    ("no password", "redis://", guarded.port, "NOAUTH"),
+                    ("a password the server does not want", "redis://:s3cret@", open.port, "the server refused AUTH"),
+                ]
+                for (name, start, port, reply) in cases {
+                    let endpoint = "127.0.0.1:\(port)"
+                    let url = start + endpoint
+                    var configuration = try RedisStore.Configuration(url: url, keyPrefix: "fault:")
+                    configuration.connectionCount = 1
+                    configuration.minimumReconnectDelay = .seconds(60)   // the second operation meets the wait
+                    configuration.maximumReconnectDelay = .seconds(60)
+                    let log = LogCapture()
+                    let store = RedisStore(configuration: configuration, logger: log.logger)
+                    defer { store.shutdown() }
+
+                    let refused = await #expect(throws: StoreError.self, "\(name)") { _ = try await store.value(forKey: "k") }
+                    let waiting = await #expect(throws: StoreError.self, "\(name)") { try await store.setValue(Data("v".utf8), forKey: "k") }
+                    for (error, message) in [(refused, "Could not read key k on Redis at \(endpoint)"), (waiting, "Could not write key k on Redis at \(endpoint)")] {
+                        let text = error.map { "\($0)" } ?? ""
+                        #expect(error?.code == .authentication, "\(name): \(text)")
+                        #expect(error?.message == message, "\(name): \(text)")
+                        #expect(text.components(separatedBy: reply).count - 1 == 1, "\(name): \(text)")
+                    }
+                    #expect(waiting.map { "\($0)" }?.contains("the next connection attempt is in") == true, "\(name): no second attempt yet")
+                    #expect(store.pool.connectionsOpened == 0)
+                    #expect(store.statistics.errors == 2)
+                    #expect(log.lines.contains { $0.contains("its operations fail with `authentication`") }, "\(log.lines)")
+                }
+
+                let right = RedisStore(configuration: try Self.configuration("redis://:s3cret@127.0.0.1:\(guarded.port)"), logger: Self.quiet)
+                defer { right.shutdown() }
+                try await right.setValue(Data("v".utf8), forKey: "k")
+                #expect(try await right.value(forKey: "k") == Data("v".utf8))
+            }
         }
     }
 

@@ -214,7 +214,7 @@ struct RedisStoreTests {
             _ = try await store.value(forKey: "list")
         } throws: { error in
             guard let error = error as? StoreError else { return false }
-            return error.code == .io && error.message.contains("key list on Redis at") && error.message.contains("WRONGTYPE")
+            return error.code == .io && error.message.contains("key list on Redis at") && "\(error)".contains("WRONGTYPE")
         }
         #expect(store.statistics.errors == 1)
         try await store.removeAll()
@@ -245,13 +245,13 @@ struct RedisStoreTests {
                 _ = try await wrong.value(forKey: "k")
             } throws: { error in
                 guard let error = error as? StoreError else { return false }
-                return error.code == .unavailable && error.message.contains("refused AUTH") && !error.message.contains("nope")
+                return error.code == .authentication && "\(error)".contains("refused AUTH") && !"\(error)".contains("nope")
             }
             let anonymous = try RedisStore(url: "redis://127.0.0.1:\(server.port)", keyPrefix: "p:")
             await #expect {
                 _ = try await anonymous.value(forKey: "k")
             } throws: { error in
-                (error as? StoreError)?.code == .unavailable && "\(error)".contains("NOAUTH")
+                (error as? StoreError)?.code == .authentication && "\(error)".contains("NOAUTH")
             }
         }
     }
@@ -281,7 +281,7 @@ struct RedisStoreTests {
             await #expect {
                 try await wrongUser.ping()
             } throws: { error in
-                (error as? StoreError)?.code == .unavailable && "\(error)".contains("WRONGPASS")
+                (error as? StoreError)?.code == .authentication && "\(error)".contains("WRONGPASS")
             }
         }
     }

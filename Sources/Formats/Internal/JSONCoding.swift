@@ -15,7 +15,7 @@ enum JSONCoding {
         do {
             return try encoder.encode(value)
         } catch {
-            throw StoreError(.encoding, "Could not encode \(T.self) as JSON: \(error)", cause: error)
+            throw StoreError(.encoding, "Could not encode \(T.self) as JSON", cause: error)
         }
     }
 
@@ -33,11 +33,7 @@ enum JSONCoding {
         do {
             return try decoder.decode(T.self, from: data)
         } catch {
-            throw StoreError(
-                .decoding,
-                "Expected \(T.self) as JSON in \(data.count) bytes: \(DecodingProblem.describe(error))",
-                cause: error
-            )
+            throw StoreError(.decoding, "Could not decode \(T.self) from \(data.count) bytes of JSON", cause: error)
         }
     }
 }

@@ -1,10 +1,12 @@
+import HanekeProtocols
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// How a command failed below the store: the store turns these into `StoreError`s that name the key.
+/// How a command failed below the store: the store turns these into `StoreError`s that name the
+/// key, with this error as their cause (its description is the reason, said once).
 enum RedisClientError: Error, CustomStringConvertible {
     /// The connection closed (or could not carry the command) before the reply arrived.
     case connectionClosed(cause: (any Error)?)
@@ -20,6 +22,8 @@ enum RedisClientError: Error, CustomStringConvertible {
     case backingOff(lastError: any Error, retryIn: TimeAmount)
     /// The store was shut down.
     case shutDown
+    /// The server answered a command with an error reply (`-WRONGTYPE …`, `-NOAUTH …`).
+    case errorReply(String)
 
     var description: String {
         switch self {
@@ -39,7 +43,35 @@ enum RedisClientError: Error, CustomStringConvertible {
             "\(lastError); the next connection attempt is in \(Self.describe(retryIn))"
         case .shutDown:
             "the store was shut down"
+        case .errorReply(let message):
+            "Redis answered with an error: \(message)"
         }
+    }
+
+    /// The code of the `StoreError` users see: `authentication` when the server refused the
+    /// credentials or wants some (also while the pool waits to retry after such a refusal),
+    /// `timeout`, `io` for a reply the store cannot use, `unavailable` otherwise.
+    var code: StoreError.Code {
+        switch self {
+        case .handshakeRefused(let command, let reply):
+            command == "AUTH" || Self.isAuthenticationReply(reply) ? .authentication : .unavailable
+        case .errorReply(let reply):
+            Self.isAuthenticationReply(reply) ? .authentication : .io
+        case .backingOff(let lastError as RedisClientError, _) where lastError.code == .authentication:
+            .authentication
+        case .timedOut:
+            .timeout
+        case .malformedReply:
+            .io
+        case .connectionClosed, .connectFailed, .backingOff, .shutDown:
+            .unavailable
+        }
+    }
+
+    /// Whether an error reply says the connection is not logged in or the credentials are wrong:
+    /// `NOAUTH Authentication required.`, `WRONGPASS invalid username-password pair …`.
+    static func isAuthenticationReply(_ reply: String) -> Bool {
+        reply.hasPrefix("NOAUTH") || reply.hasPrefix("WRONGPASS")
     }
 
     /// Whether the command may simply be sent again on another connection: the connection it was

@@ -278,9 +278,10 @@ final class RedisConnectionPool: Sendable {
                 self.connectionClosed(slot: slot, id: connection.id)
             }
         case (.failed(let firstFailure, let delay), .failure(let error)):
+            let code = (error as? RedisClientError)?.code ?? .unavailable
             logger.log(
                 level: firstFailure ? .warning : .debug,
-                firstFailure ? "Cannot connect to Redis; its operations fail with `unavailable` until a connection succeeds" : "Still cannot connect to Redis",
+                firstFailure ? "Cannot connect to Redis; its operations fail with `\(code)` until a connection succeeds" : "Still cannot connect to Redis",
                 metadata: ["redis": "\(endpoint)", "error": "\(error)", "retryIn": "\(RedisClientError.describe(delay))"]
             )
         default:
