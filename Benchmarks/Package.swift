@@ -21,11 +21,14 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CLZ4Baseline", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
         .systemLibrary(name: "CFileBaseline"),
+        // The pthread lock box of the baselines and counters, their own: the library's is not API.
+        .target(name: "BaselineLock"),
         .executableTarget(
             name: "HanekeBenchmarks",
             dependencies: [
                 "CLZ4Baseline",
                 "CFileBaseline",
+                "BaselineLock",
                 .product(name: "CompressedStore", package: hanekeIdentity),
                 .product(name: "FileStore", package: hanekeIdentity),
                 .product(name: "MemoryStore", package: hanekeIdentity),
@@ -42,6 +45,7 @@ let package = Package(
         .executableTarget(
             name: "MemoryProbe",
             dependencies: [
+                "BaselineLock",
                 .product(name: "MemoryStore", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
                 .product(name: "HanekeTesting", package: hanekeIdentity),

@@ -10,10 +10,12 @@
 /// store can count evictions (and, for files, delete them).
 ///
 /// `@inlinable` throughout so that stores in other modules get code specialised for their key and
-/// value types: this is the hot path of every memory read. Public (like `Locked`) so that
-/// `MemoryStore` can inline it into your code, and so that stores you write can use it.
-@frozen
-public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+/// value types: this is the hot path of every memory read. `package` and `@usableFromInline`, not
+/// public: `MemoryStore`'s public `@inlinable` methods still inline it into your code (a
+/// `@usableFromInline` declaration is in the module's binary interface, not in its API), and it is
+/// no part of the API (issue 14).
+@usableFromInline
+package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What the dictionary holds for a key.
     @usableFromInline
     struct Entry: Sendable {
@@ -57,20 +59,20 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var freeHead: Int32 = Self.none
 
     /// The number of entries.
-    public var count: Int { entries.count }
+    @inlinable package var count: Int { entries.count }
     /// The sum of the entries' costs. Saturating: a sum beyond `Int.max` (costs a cost function
     /// made up) stays at `Int.max` rather than trapping, and a negative cost counts as 0.
-    public var totalCost: Int { storedTotalCost }
+    @inlinable package var totalCost: Int { storedTotalCost }
     @usableFromInline var storedTotalCost = 0
 
     /// Creates an empty list.
     @inlinable
-    public init() {}
+    package init() {}
 
     /// The value for `key` when it has not expired at `now`, made most recently used. An expired
     /// entry is removed and reported in `expired`.
     @inlinable
-    public mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
+    package mutating func value(forKey key: Key, now: Double, expired: inout Bool) -> Value? {
         guard let entry = entries[key] else { return nil }
         if entry.expiry <= now {
             removeEntry(key)
@@ -83,14 +85,14 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Whether an unexpired entry exists, without changing the order.
     @inlinable
-    public func contains(_ key: Key, now: Double) -> Bool {
+    package func contains(_ key: Key, now: Double) -> Bool {
         guard let entry = entries[key] else { return false }
         return entry.expiry > now
     }
 
     /// Stores `value` as the most recently used entry, replacing any entry for `key`.
     @inlinable
-    public mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
+    package mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
         let cost = max(0, cost)
         if let position = entries.index(forKey: key) {
             // An existing key: replace in place, hashing the key once.
@@ -117,13 +119,13 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes the entry for `key`; returns whether there was one.
     @inlinable @discardableResult
-    public mutating func removeValue(forKey key: Key) -> Bool {
+    package mutating func removeValue(forKey key: Key) -> Bool {
         removeEntry(key) != nil
     }
 
     /// Removes the least recently used entry and returns its key and value, or `nil` when empty.
     @inlinable @discardableResult
-    public mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
+    package mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
         guard tail != Self.none, let key = keys[Int(tail)], let entry = removeEntry(key) else { return nil }
         return (key, entry.value)
     }
@@ -131,7 +133,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Removes least recently used entries until at most `countLimit` entries remain and their costs
     /// add up to at most `costLimit` (`nil`: no such limit), handing each to `evicted`.
     @inlinable
-    public mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?, _ evicted: (Key, Value) -> Void) {
+    package mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?, _ evicted: (Key, Value) -> Void) {
         while let countLimit, count > countLimit, let (key, value) = removeLeastRecentlyUsed() {
             evicted(key, value)
         }
@@ -143,7 +145,7 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Makes the entry for `key` the most recently used and lets `update` change its value (not its
     /// cost); returns `false`, changing nothing, when there is no such entry.
     @inlinable
-    public mutating func refresh(_ key: Key, update: (inout Value) -> Void) -> Bool {
+    package mutating func refresh(_ key: Key, update: (inout Value) -> Void) -> Bool {
         guard let slot = entries[key]?.slot else { return false }
         moveToHead(slot)
         update(&entries[key]!.value)
@@ -152,13 +154,13 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The value for `key` without changing the order or checking expiry.
     @inlinable
-    public func peekValue(forKey key: Key) -> Value? {
+    package func peekValue(forKey key: Key) -> Value? {
         entries[key]?.value
     }
 
     /// Removes every entry whose expiry is at or before `now`; returns how many.
     @inlinable
-    public mutating func removeExpired(now: Double) -> Int {
+    package mutating func removeExpired(now: Double) -> Int {
         var removed = 0
         var slot = head
         while slot != Self.none {
@@ -174,13 +176,13 @@ public struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes everything and releases the storage.
     @inlinable
-    public mutating func removeAll() {
+    package mutating func removeAll() {
         self = LRUList()
     }
 
     /// The keys from most to least recently used.
     @inlinable
-    public var keysByRecency: [Key] {
+    package var keysByRecency: [Key] {
         var result: [Key] = []
         result.reserveCapacity(count)
         var slot = head

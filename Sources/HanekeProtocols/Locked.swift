@@ -1,30 +1,34 @@
 #if canImport(Glibc)
+// Public although `Locked` is not: an `@inlinable` body may use only what its module imports publicly.
 public import Glibc
 #endif
 
-/// A value guarded by a pthread mutex: the package's one lock abstraction, public so that
-/// stores you write can use it too.
+/// A value guarded by a pthread mutex: the package's one lock abstraction.
 ///
 /// ```swift
 /// let hits = Locked(0)
 /// hits.withLock { $0 += 1 }
 /// ```
 ///
-/// It is public (not `package`) because this compiler does not inline the `@inlinable` bodies of
-/// `package` declarations across modules, and this lock is on every store's hot path; `MemoryStore`
-/// inlines it into your code.
+/// `package`, not public: it is no part of the API (issue 14); a store written outside this package
+/// brings its own lock. `@usableFromInline` with an `@inlinable` `withLock`, because this lock is on
+/// every store's hot path and `MemoryStore`'s public `@inlinable` methods inline it into your code:
+/// this compiler inlines the `@inlinable` body of a `package` declaration into a module of another
+/// package as it does a public one's (the same instructions per `MemoryStore` get and set under
+/// cachegrind; BENCHMARKS.md, "Internals out of the API").
 ///
 /// `Synchronization.Mutex` would be the natural choice, but ThreadSanitizer on Linux does not see its
 /// futex and reports false races, which would make `make tsan` useless. A pthread
 /// mutex is understood by TSan and costs the same here.
 ///
-public final class Locked<Value> {
+@usableFromInline
+package final class Locked<Value> {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline var value: Value
 
     /// Creates a box holding `value`.
     /// - Parameter value: The initial value.
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -42,7 +46,7 @@ public final class Locked<Value> {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @inlinable
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

@@ -1,3 +1,4 @@
+import BaselineLock
 import CompressedStore
 import FileStore
 import Foundation
@@ -185,7 +186,7 @@ enum ChainBenchmarks {
     // MARK: - 7: single flight
 
     static func singleFlight(_ scale: Scale) async throws -> Row {
-        let calls = Locked(0)
+        let calls = PthreadLocked(0)
         let fetches = scale.pick(1_000, smoke: 100)
         let store = MemoryStore<String, Data>().fetching { key in
             calls.withLock { $0 += 1 }

@@ -1,3 +1,4 @@
+import BaselineLock
 import CLZ4Baseline
 import CompressedStore
 import Foundation
@@ -128,7 +129,7 @@ enum CompressedStoreBenchmarks {
 
 /// The smallest possible base store: it holds one value. Its cost is a lock and a retain.
 final class Slot: Store {
-    private let slot = Locked<Data?>(nil)
+    private let slot = PthreadLocked<Data?>(nil)
     func value(forKey key: String) -> Data? { slot.withLock { $0 } }
     func setValue(_ value: Data, forKey key: String) { slot.withLock { $0 = value } }
     func removeValue(forKey key: String) { slot.withLock { $0 = nil } }

@@ -1,3 +1,4 @@
+import BaselineLock
 import Dispatch
 import Foundation
 import HanekeProtocols
@@ -101,9 +102,9 @@ enum MemoryStoreBenchmarks {
     }
 }
 
-/// The baseline: a Dictionary behind a lock (the same pthread lock box as MemoryStore's).
+/// The baseline: a Dictionary behind a lock (a pthread lock box, the same code as MemoryStore's).
 final class LockedDictionary: Sendable {
-    private let storage = Locked<[String: Data]>([:])
+    private let storage = PthreadLocked<[String: Data]>([:])
     func get(_ key: String) -> Data? { storage.withLock { $0[key] } }
     func set(_ value: Data, for key: String) { storage.withLock { $0[key] = value } }
 }

@@ -1,3 +1,5 @@
+// Public although `readAsLayer` is not: an `@inlinable` body may use only what its module imports
+// publicly.
 public import Logging
 
 extension Store {
@@ -5,14 +7,16 @@ extension Store {
     /// and treated as a miss, and an entry whose bytes are damaged or do not decode is removed so the
     /// next layer (or the fetcher) can replace it. Cancellation is not a miss: it propagates.
     ///
-    /// The layer counts its own error; the caller only logs it. Useful to combinators you write.
+    /// The layer counts its own error; the caller only logs it. Used by `ChainedStore`,
+    /// `FetchingStore` and `Cache`; `package`, not public (issue 14), and `@inlinable` so that a
+    /// chain's hot read (a hit in its top layer) is inlined into your code.
     /// - Parameters:
     ///   - key: The key to look up.
     ///   - logger: Where a failure is logged.
     /// - Returns: The value, or `nil` on a miss or a failure.
     /// - Throws: `CancellationError` only.
     @inlinable
-    public func readAsLayer(_ key: Key, logger: Logger) async throws -> Value? {
+    package func readAsLayer(_ key: Key, logger: Logger) async throws -> Value? {
         do {
             return try await value(forKey: key)
         } catch {
