@@ -9,19 +9,24 @@ import MemoryStore
 /// statistics, preloading). The disk layer opens in the background (``OpeningStore``).
 struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
     var format: Format<Value>
-    /// The format's layers and its read-through path (single flights, write turns, write-backs).
-    var path: ReadThrough<AnyStore<String, Value>>
+    /// The format's layers behind the read-through path (single flights, write turns,
+    /// write-backs). `Cache` passes the fetcher with each call; the path's own is never asked.
+    var path: FetchingStore<AnyStore<String, Value>, ClosureFetcher<String, Value>>
     var memory: MemoryStore<String, Value>?
     var disk: OpeningStore<FileStore>?
     var compressed: CompressedStore<OpeningStore<FileStore>>?
     var preload: Task<Void, Never>?
 
     /// The format's layers.
-    var store: AnyStore<String, Value> { path.layers }
+    var store: AnyStore<String, Value> { path.base }
 
     init(format: Format<Value>, store: AnyStore<String, Value>, logger: Logger, fetcherCounter: StatisticsCounter) {
         self.format = format
-        self.path = ReadThrough(layers: store, logger: logger, fetcherCounter: fetcherCounter)
+        let name = format.name
+        let noFetcher = ClosureFetcher<String, Value> { key in
+            throw StoreError(.notFound, "No fetcher was given to fetch key \(Logger.describe(key)) in format '\(name)'")
+        }
+        self.path = FetchingStore(base: store, fetcher: noFetcher, logger: logger, fetcherCounter: fetcherCounter)
     }
 
     /// Memory, then LZ4-compressed files in `<cacheDirectory>/<format>` (no disk layer for a capacity

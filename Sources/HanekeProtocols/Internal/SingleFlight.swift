@@ -6,8 +6,8 @@
 ///   has been cancelled the operation's task is cancelled too, and the next caller starts afresh.
 /// - Every call returns or throws exactly once.
 ///
-/// Internal: the flights of ``ReadThrough``, the one read-through path of `FetchingStore` and
-/// Haneke's `Cache`.
+/// Internal: the flights of `FetchingStore`, the one read-through path (Haneke's `Cache` keeps a
+/// `FetchingStore` per format).
 final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Flight {
         let id: UInt64
