@@ -70,6 +70,15 @@ let package = Package(
 
         .target(name: "Formats", dependencies: ["HanekeProtocols"]),
 
+        // MARK: - Images
+
+        // libvips (Debian: libvips-dev), seen from Swift through small non-variadic wrappers. No
+        // `pkgConfig: "vips"`: SwiftPM reads a target's .pc file on every build of the package and of
+        // the packages that depend on it, images or not, and vips.pc (through GLib's) carries
+        // `-pthread`, which SwiftPM warns about each time. The shim declares what it calls instead,
+        // and scripts/check-vips-shim checks those declarations against <vips/vips.h>.
+        .systemLibrary(name: "CVips"),
+
         // MARK: - Umbrella
 
         .target(
