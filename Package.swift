@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "CompressedStore", targets: ["CompressedStore"]),
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "RedisStore", targets: ["RedisStore"]),
+        .library(name: "Images", targets: ["Images"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
         .library(name: "Haneke", targets: ["Haneke"]),
         .executable(name: "haneke", targets: ["haneke"]),
@@ -78,6 +79,8 @@ let package = Package(
         // `-pthread`, which SwiftPM warns about each time. The shim declares what it calls instead,
         // and scripts/check-vips-shim checks those declarations against <vips/vips.h>.
         .systemLibrary(name: "CVips"),
+        // Not in the umbrella: an app that caches no images links no image library.
+        .target(name: "Images", dependencies: ["HanekeProtocols", "CVips"]),
 
         // MARK: - Umbrella
 
