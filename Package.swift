@@ -210,6 +210,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(
+            name: "ImagesTests",
+            dependencies: ["Images", "Haneke", "HanekeProtocols", "HanekeTesting", "MemoryStore", "TestSupport"]
+        ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(
             name: "HanekeTestingTests",
