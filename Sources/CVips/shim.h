@@ -1,0 +1,251 @@
+// The system libvips (Debian: libvips-dev, 8.14), seen from Swift through small static inline wrappers.
+//
+// libvips passes optional arguments as C varargs ended by NULL
+// (`vips_thumbnail_buffer(buf, len, &out, width, "height", h, "size", ..., NULL)`), which Swift cannot
+// call: each wrapper makes one such call with its arguments fixed, so that Swift sees plain C
+// functions. Buffers are `const void *`, so Swift passes raw pointers without rebinding memory (as
+// swift-crypto's CCryptoBoringSSLShims explains). Only Images' Internal/Vips.swift imports this
+// module.
+//
+// The libvips functions used are declared below rather than taken from <vips/vips.h>: that header
+// needs GLib's include folders, which only pkg-config knows, and SwiftPM reading vips.pc (for the
+// `pkgConfig:` of the target) warns "prohibited flag(s): -pthread" on every build of this package —
+// and of every package that depends on it, images or not. scripts/check-vips-shim compiles this
+// file after the real <vips/vips.h> (`make test` runs it), so a declaration or a constant that does
+// not match libvips's own fails there. Only <vips/version.h>, which needs nothing else, is included:
+// without libvips-dev the build stops at that line.
+
+#ifndef HANEKE_CVIPS_SHIM_H
+#define HANEKE_CVIPS_SHIM_H
+
+#include <vips/version.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#if VIPS_MAJOR_VERSION < 8 || (VIPS_MAJOR_VERSION == 8 && VIPS_MINOR_VERSION < 13)
+#error "The Images module needs libvips 8.13 or later (Debian: libvips-dev)"
+#endif
+
+// MARK: - The part of libvips's API used here (libvips 8.13+, GLib 2)
+
+typedef struct _VipsImage VipsImage;
+typedef struct _VipsArea VipsArea;
+typedef struct _VipsArrayDouble VipsArrayDouble;
+
+int vips_init(const char *argv0);
+void vips_concurrency_set(int concurrency);
+void vips_cache_set_max(int max);
+void vips_cache_set_max_mem(size_t max_mem);
+void vips_cache_set_max_files(int max_files);
+void vips_block_untrusted_set(int state);
+char *vips_error_buffer_copy(void);
+
+VipsImage *vips_image_new_from_buffer(const void *buf, size_t len, const char *option_string, ...);
+int vips_image_get_width(const VipsImage *image);
+int vips_image_get_height(const VipsImage *image);
+int vips_image_get_format(const VipsImage *image);
+int vips_image_hasalpha(VipsImage *image);
+int vips_image_get_orientation(VipsImage *image);
+unsigned long vips_image_get_typeof(const VipsImage *image, const char *name);
+int vips_image_get_string(const VipsImage *image, const char *name, const char **out);
+
+int vips_getpoint(VipsImage *in, double **vector, int *n, int x, int y, ...);
+int vips_thumbnail_buffer(void *buf, size_t len, VipsImage **out, int width, ...);
+int vips_flatten(VipsImage *in, VipsImage **out, ...);
+VipsArrayDouble *vips_array_double_new(const double *array, int n);
+void vips_area_unref(VipsArea *area);
+int vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, ...);
+int vips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, ...);
+int vips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, ...);
+
+void g_object_unref(void *object);
+void g_free(void *mem);
+
+/// libvips's enumerations, as their values (scripts/check-vips-shim compares them with the header's).
+enum {
+    CVIPS_ACCESS_SEQUENTIAL = 1,    // VIPS_ACCESS_SEQUENTIAL
+    CVIPS_INTERESTING_NONE = 0,     // VIPS_INTERESTING_NONE
+    CVIPS_INTERESTING_CENTRE = 1,   // VIPS_INTERESTING_CENTRE
+    CVIPS_SIZE_BOTH = 0,            // VIPS_SIZE_BOTH
+    CVIPS_SIZE_FORCE = 3,           // VIPS_SIZE_FORCE
+    CVIPS_FORMAT_USHORT = 2,        // VIPS_FORMAT_USHORT
+};
+
+/// libvips's names for an embedded ICC profile and for the loader that read an image.
+#define CVIPS_META_ICC_NAME "icc-profile-data"
+#define CVIPS_META_LOADER "vips-loader"
+
+// MARK: - Wrappers
+
+/// Starts libvips once per process (the caller makes sure of "once") and applies the settings the
+/// Images module chose: `concurrency` worker threads per image (0 leaves libvips's own choice, which
+/// follows `VIPS_CONCURRENCY`), no operation cache, and no loader that libvips marks as untrusted.
+/// Returns 0, or -1 with the reason in libvips's error buffer.
+static inline int cvips_start(const char *program, int concurrency) {
+    if (vips_init(program) != 0) return -1;
+    if (concurrency > 0) vips_concurrency_set(concurrency);
+    // The operation cache would keep recent operations, their decoded images and the buffers they
+    // read from, alive after each call.
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    vips_block_untrusted_set(1);
+    return 0;
+}
+
+/// What the header of an encoded image says, read without decoding a pixel.
+typedef struct {
+    /// The size as stored, before the EXIF orientation is applied.
+    int width;
+    int height;
+    int has_alpha;
+    /// The EXIF orientation, 1 to 8 (1 when the file has none).
+    int orientation;
+    int has_icc_profile;
+    /// The loader libvips chose, such as "jpegload_buffer"; empty if it did not say.
+    char loader[64];
+} cvips_header;
+
+/// Reads the header of the encoded image in `data`: libvips opens images lazily, so no pixel is
+/// decoded. Returns 0, or -1 with the reason in libvips's error buffer.
+/// The corresponding C function is `vips_image_new_from_buffer`.
+static inline int cvips_read_header(const void *data, size_t length, cvips_header *header) {
+    VipsImage *image = vips_image_new_from_buffer(data, length, "", "access", CVIPS_ACCESS_SEQUENTIAL, NULL);
+    if (image == NULL) return -1;
+    header->width = vips_image_get_width(image);
+    header->height = vips_image_get_height(image);
+    header->has_alpha = vips_image_hasalpha(image) ? 1 : 0;
+    header->orientation = vips_image_get_orientation(image);
+    header->has_icc_profile = vips_image_get_typeof(image, CVIPS_META_ICC_NAME) != 0 ? 1 : 0;
+    const char *loader = NULL;
+    header->loader[0] = '\0';
+    if (vips_image_get_typeof(image, CVIPS_META_LOADER) != 0 &&
+        vips_image_get_string(image, CVIPS_META_LOADER, &loader) == 0 && loader != NULL) {
+        snprintf(header->loader, sizeof header->loader, "%s", loader);
+    }
+    g_object_unref(image);
+    return 0;
+}
+
+enum { CVIPS_JPEG = 0, CVIPS_PNG = 1, CVIPS_WEBP = 2 };
+
+/// One resize: the output's size (upright), how to reach it, and how to encode it.
+typedef struct {
+    int width;
+    int height;
+    /// 1: scale to cover the size and keep its centre; 0: scale to exactly the size.
+    int crop;
+    /// 1: convert the pixels from the embedded ICC profile to sRGB.
+    int to_srgb;
+    /// CVIPS_JPEG, CVIPS_PNG or CVIPS_WEBP.
+    int format;
+    /// 1 to 100, for JPEG and WebP.
+    int quality;
+} cvips_resize_request;
+
+/// The encoded output of a resize; `data` is libvips's, released with `cvips_free`.
+typedef struct {
+    void *data;
+    size_t length;
+    int width;
+    int height;
+    int has_alpha;
+} cvips_resize_result;
+
+/// Decodes `data` (shrinking on load where the format allows), applies its EXIF orientation,
+/// converts it to sRGB, resizes it as `request` says, flattens its alpha onto white for JPEG, and
+/// encodes it without metadata. A truncated or damaged input fails (libvips's `fail_on=error`).
+/// Returns 0, or -1 with the reason in libvips's error buffer.
+/// The corresponding C functions are `vips_thumbnail_buffer`, `vips_flatten` and
+/// `vips_jpegsave_buffer`, `vips_pngsave_buffer` or `vips_webpsave_buffer`.
+static inline int cvips_resize(const void *data, size_t length, const cvips_resize_request *request,
+                               cvips_resize_result *result) {
+    VipsImage *thumbnail = NULL;
+    int crop = request->crop ? CVIPS_INTERESTING_CENTRE : CVIPS_INTERESTING_NONE;
+    int size = request->crop ? CVIPS_SIZE_BOTH : CVIPS_SIZE_FORCE;
+    // Without an embedded profile the pixels are taken as sRGB already: asking for an sRGB export
+    // would send them through an ICC round trip for nothing.
+    int status = request->to_srgb
+        ? vips_thumbnail_buffer((void *)data, length, &thumbnail, request->width, "height", request->height,
+                                "size", size, "crop", crop, "export_profile", "srgb",
+                                "option_string", "fail_on=error", NULL)
+        : vips_thumbnail_buffer((void *)data, length, &thumbnail, request->width, "height", request->height,
+                                "size", size, "crop", crop, "option_string", "fail_on=error", NULL);
+    if (status != 0) return -1;
+
+    VipsImage *output = thumbnail;
+    VipsImage *flattened = NULL;
+    if (request->format == CVIPS_JPEG && vips_image_hasalpha(thumbnail)) {
+        double white = (int)vips_image_get_format(thumbnail) == (int)CVIPS_FORMAT_USHORT ? 65535.0 : 255.0;
+        VipsArrayDouble *background = vips_array_double_new(&white, 1);
+        status = vips_flatten(thumbnail, &flattened, "background", background, "max_alpha", white, NULL);
+        vips_area_unref((VipsArea *)background);   // a VipsArrayDouble starts with its VipsArea
+        if (status != 0) {
+            g_object_unref(thumbnail);
+            return -1;
+        }
+        output = flattened;
+    }
+    result->width = vips_image_get_width(output);
+    result->height = vips_image_get_height(output);
+    result->has_alpha = vips_image_hasalpha(output) ? 1 : 0;
+    result->data = NULL;
+    result->length = 0;
+    // The pixels are decoded, resized and encoded here, a strip at a time: a damaged input fails
+    // in the save.
+    switch (request->format) {
+    case CVIPS_PNG:
+        status = vips_pngsave_buffer(output, &result->data, &result->length, "strip", 1, NULL);
+        break;
+    case CVIPS_WEBP:
+        status = vips_webpsave_buffer(output, &result->data, &result->length, "Q", request->quality,
+                                      "strip", 1, NULL);
+        break;
+    default:
+        status = vips_jpegsave_buffer(output, &result->data, &result->length, "Q", request->quality,
+                                      "strip", 1, "optimize_coding", 1, NULL);
+        break;
+    }
+    if (flattened != NULL) g_object_unref(flattened);
+    g_object_unref(thumbnail);
+    if (status != 0) {
+        g_free(result->data);
+        result->data = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/// Decodes the encoded image in `data` and reads the value of each of its bands at (`x`, `y`), up to
+/// `capacity` of them, for the tests. Returns the number of bands, or -1 with the reason in libvips's
+/// error buffer. The corresponding C function is `vips_getpoint`.
+static inline int cvips_pixel(const void *data, size_t length, int x, int y, double *values, int capacity) {
+    VipsImage *image = vips_image_new_from_buffer(data, length, "", NULL);
+    if (image == NULL) return -1;
+    double *vector = NULL;
+    int count = 0;
+    int status = vips_getpoint(image, &vector, &count, x, y, NULL);
+    g_object_unref(image);
+    if (status != 0) return -1;
+    for (int band = 0; band < count && band < capacity; band++) values[band] = vector[band];
+    g_free(vector);
+    return count;
+}
+
+/// Takes libvips's error messages (since the last call), clearing them; NULL when there are none.
+/// Free the text with `cvips_free`. The corresponding C function is `vips_error_buffer_copy`.
+static inline char *cvips_take_error(void) {
+    char *text = vips_error_buffer_copy();
+    if (text != NULL && text[0] == '\0') {
+        g_free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/// Releases memory that libvips allocated (an encoded image, an error's text).
+static inline void cvips_free(void *pointer) {
+    g_free(pointer);
+}
+
+#endif

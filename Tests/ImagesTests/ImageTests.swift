@@ -1,0 +1,142 @@
+import Foundation
+import HanekeProtocols
+import HanekeTesting
+@testable import Images
+import MemoryStore
+import Testing
+import TestSupport
+
+/// Reading images from their headers: what an `Image` says without decoding, what it refuses and
+/// how, and images in stores.
+@Suite(.timeLimit(.minutes(1)), .offThePool)
+struct ImageTests {
+    @Test func theHeaderGivesFormatSizeAndAlpha() throws {
+        let png = try Image(data: TestImages.halfTransparent(width: 64, height: 32))
+        #expect(png.format == .png)
+        #expect(png.size == ImageSize(width: 64, height: 32))
+        #expect(png.hasAlpha)
+        #expect(png.orientation == 1)
+        #expect(png.description == "png 64×32, \(png.data.count) bytes")
+
+        let rgb = try Image(data: TestImages.solid(width: 5, height: 7, TestImages.blue))
+        #expect(!rgb.hasAlpha)
+        #expect(rgb.width == 5 && rgb.height == 7)
+    }
+
+    @Test func otherFormatsAreNamedAfterTheirLoader() throws {
+        let gif = try Image(data: TestImages.transparentGIF)
+        #expect(gif.format == .gif)
+        #expect(gif.format.name == "gif")
+        #expect(gif.size == ImageSize(width: 1, height: 1))
+        #expect(gif.hasAlpha)
+        #expect(ImageFormat(loader: "jpegload_buffer") == .jpeg)
+        #expect(ImageFormat(loader: "heifload_source") == .heif)
+        #expect(ImageFormat(loader: "") == ImageFormat("unknown"))
+    }
+
+    @Test func theSizeIsAsShownAfterTheExifOrientation() async throws {
+        let stored = try await TestImages.jpeg(from: TestImages.solid(width: 60, height: 40, TestImages.red))
+        let turned = try Image(data: TestImages.addingOrientation(6, to: stored))
+        #expect(turned.orientation == 6)
+        #expect(turned.size == ImageSize(width: 40, height: 60))
+        #expect(try Image(data: stored).size == ImageSize(width: 60, height: 40))
+    }
+
+    // MARK: - Refused input
+
+    @Test func bytesThatAreNotAnImageAreADecodingError() throws {
+        let error = try #require(throws: StoreError.self) { try Image(data: Data("hello, not an image".utf8)) }
+        #expect(error.code == .decoding)
+        #expect(error.message.contains("19-byte image that starts with 68 65 6C 6C 6F 2C 20 6E"))
+        #expect("\(error)".contains("libvips: VipsForeignLoad: buffer is not in a known format"))
+
+        let empty = try #require(throws: StoreError.self) { try Image(data: Data()) }
+        #expect(empty.code == .decoding)
+    }
+
+    /// SVG goes through librsvg, which libvips marks as untrusted: the loader is blocked.
+    @Test func formatsLibvipsDoesNotTrustAreRefused() throws {
+        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>"#.utf8)
+        let error = try #require(throws: StoreError.self) { try Image(data: svg) }
+        #expect(error.code == .decoding)
+        #expect("\(error)".contains("libvips: svgload_buffer: operation is blocked"))
+    }
+
+    @Test func aJPEGCutInItsHeaderIsADecodingError() async throws {
+        let jpeg = try await TestImages.jpeg(from: TestImages.photo(width: 160, height: 120))
+        let error = try #require(throws: StoreError.self) { try Image(data: jpeg.prefix(200)) }
+        #expect(error.code == .decoding)
+        #expect(error.message.contains("200-byte image"))
+    }
+
+    /// A 60,000 × 60,000 PNG would take 10.8 GB to decode. Its header is refused; with no limit the
+    /// header is still read — in microseconds, with nothing allocated for the pixels — which is the
+    /// proof that reading an image never decodes it.
+    @Test func aDecompressionBombIsRefusedFromItsHeader() throws {
+        let bomb = PNGWriter.declaring(width: 60_000, height: 60_000)
+        #expect(bomb.count < 4_000)
+        let error = try #require(throws: StoreError.self) { try Image(data: bomb) }
+        #expect(error.code == .decoding)
+        #expect(error.message.contains("declares 60000×60000 pixels (3600000000), more than the limit of 100000000; no pixel was decoded"))
+
+        let unlimited = try Image(data: bomb, pixelLimit: nil)
+        #expect(unlimited.size == ImageSize(width: 60_000, height: 60_000))
+        let refused = try #require(throws: StoreError.self) { try ImageResizer(size: .init(width: 256, height: 256)).resize(unlimited) }
+        #expect(refused.code == .decoding)
+        #expect(refused.message.contains("Refused to resize the \(bomb.count)-byte png image (60000×60000)"))
+    }
+
+    @Test func thePixelLimitIsYours() throws {
+        let png = TestImages.solid(width: 40, height: 30, TestImages.green)
+        #expect(throws: StoreError.self) { try Image(data: png, pixelLimit: 1_000) }
+        #expect(try Image(data: png, pixelLimit: 1_200).size == ImageSize(width: 40, height: 30))
+        #expect(throws: StoreError.self) { try ImageCodec(pixelLimit: 1_000).decode(png) }
+        #expect(Image.defaultPixelLimit == 100_000_000)
+    }
+
+    // MARK: - Stores
+
+    @Test func anImageRoundTripsThroughItsBytes() throws {
+        let image = try Image(data: TestImages.halfTransparent(width: 8, height: 4))
+        let copy = try Image.convertFromData(image.asData())
+        #expect(copy == image)
+        #expect(copy.hashValue == image.hashValue)
+        #expect(try ImageCodec().decode(ImageCodec().encode(image)) == image)
+        #expect(image.cacheCost == image.data.count + 64)
+    }
+
+    @Test func aCodedStoreOfImagesConforms() async throws {
+        try await StoreConformanceSuite(
+            makeKey: ConformanceSamples.key,
+            makeValue: TestImages.tinyImage,
+            makeStore: { MemoryStore<String, Data>().coded(as: Image.self) }
+        ).run()
+    }
+
+    @Test func aStoreCodedWithAnImageCodecConforms() async throws {
+        try await StoreConformanceSuite(
+            makeKey: ConformanceSamples.key,
+            makeValue: TestImages.tinyImage,
+            makeStore: { MemoryStore<String, Data>().coded(with: ImageCodec(pixelLimit: 1)) }
+        ).run()
+    }
+
+    @Test func aStoredImageThatIsNotOneIsADecodingErrorNamingTheKey() async throws {
+        let bytes = MemoryStore<String, Data>()
+        bytes.setValue(PNGWriter.declaring(width: 60_000, height: 60_000), forKey: "bomb")
+        let error = try await #require(throws: StoreError.self) { try await bytes.coded(as: Image.self).value(forKey: "bomb") }
+        #expect(error.code == .decoding)
+        #expect(error.message.contains("bomb"))
+    }
+}
+
+extension TestImages {
+    /// The conformance suite's value for an index: a 1×1 image of its own colour.
+    @Sendable static func tinyImage(_ index: Int) -> Image {
+        do {
+            return try Image(data: tiny(index))
+        } catch {
+            fatalError("the test image \(index) did not read: \(error)")
+        }
+    }
+}
