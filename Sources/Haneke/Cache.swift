@@ -140,7 +140,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     }
 
     /// The value for `key`, from memory or disk, or else from `fetcher`: its value is transformed by
-    /// the format (once, off the caller's task), cached in every layer and returned. Concurrent
+    /// the format (once, on the shared `IOExecutor`), cached in every layer and returned. Concurrent
     /// fetches of one key in one format share one fetcher call; a failure is not cached.
     /// - Parameters:
     ///   - key: The key.
@@ -159,7 +159,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         }
         // The format's transform runs once, in the flight, on what the fetcher produced.
         let format = stack.format
-        return try await stack.path.fetch(key, from: ClosureFetcher { key in try format.apply(to: try await fetcher.fetch(key)) })
+        return try await stack.path.fetch(key, from: ClosureFetcher { key in try await format.apply(to: try await fetcher.fetch(key)) })
     }
 
     /// The value for `key`, from memory or disk, or else from a closure.
@@ -199,7 +199,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
 
     // MARK: - Writing
 
-    /// Caches `value` for `key` in a format, after the format's transform (run off the caller's task).
+    /// Caches `value` for `key` in a format, after the format's transform (run on the shared
+    /// `IOExecutor`).
     /// - Parameters:
     ///   - value: The value.
     ///   - key: The key.
@@ -207,12 +208,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Throws: `formatNotFound`, a transform's error, or the first layer's error.
     public func set(_ value: Value, forKey key: String, formatName: String = Cache.originalFormatName) async throws {
         let stack = try stack(for: formatName)
-        let transformed: Value
-        if stack.format.transform != nil {
-            transformed = try await Task.detached(priority: Task.currentPriority) { try stack.format.apply(to: value) }.value
-        } else {
-            transformed = value
-        }
+        let transformed = try await stack.format.apply(to: value)
         try await stack.path.setValue(transformed, forKey: key)
     }
 

@@ -1,3 +1,5 @@
+import HanekeProtocols
+
 /// A named way to keep values in a `Cache`: its own memory and disk layers, its own capacity, and an
 /// optional transform applied once to every value before it is cached (HanekeSwift's formats, e.g.
 /// "thumbnail" next to "original").
@@ -25,8 +27,9 @@ public struct Format<Value: Sendable>: Sendable {
     public var compressesOnDisk: Bool
     /// What is loaded from disk into memory when the cache is created. `.none` by default.
     public var preloadPolicy: PreloadPolicy
-    /// Applied once to every value before it is cached (fetched or set), off the caller's task;
-    /// `nil` keeps values as they are.
+    /// Applied once to every value before it is cached (fetched or set), on the shared
+    /// `IOExecutor`, never on one of Swift's cooperative threads (so it may be slow CPU work or call
+    /// a blocking C library); `nil` keeps values as they are.
     public var transform: (@Sendable (Value) throws -> Value)?
 
     /// Creates a format.
@@ -44,10 +47,13 @@ public struct Format<Value: Sendable>: Sendable {
         self.transform = transform
     }
 
-    /// The value to cache for `original`: the transform's result, or `original` itself.
-    func apply(to original: Value) throws -> Value {
+    /// The value to cache for `original`: the transform's result, computed on the shared
+    /// `IOExecutor` (a transform may be long CPU work, such as resizing an image, or block in a C
+    /// library: it never runs on a cooperative thread, and at most the executor's width of them run
+    /// at once), or `original` itself when there is no transform.
+    func apply(to original: Value) async throws -> Value {
         guard let transform else { return original }
-        return try transform(original)
+        return try await IOExecutor.shared.run { try transform(original) }
     }
 }
 

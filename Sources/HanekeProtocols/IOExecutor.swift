@@ -44,6 +44,14 @@ public final class IOExecutor: Sendable {
         // The default quality of service, as Dispatch's global queue: with `.userInitiated` every
         // hop cost 15–18 µs more here (`make bench`, "I/O hop"), its threads slower to wake.
         self.queue = DispatchQueue(label: label, attributes: .concurrent)
+        queue.setSpecific(key: Self.identity, value: ObjectIdentifier(self))
+    }
+
+    private static let identity = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// Whether the calling code runs as one of this executor's jobs (for tests and assertions).
+    package var isCurrent: Bool {
+        DispatchQueue.getSpecific(key: Self.identity) == ObjectIdentifier(self)
     }
 
     /// Runs `body` on the executor and returns its result; the calling task suspends meanwhile (no

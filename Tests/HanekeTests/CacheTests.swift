@@ -124,6 +124,21 @@ struct CacheTests {
         #expect(try await cache.fetch(key: "k") { _ in "plain" } == "plain")   // the original format is untouched
     }
 
+    /// A transform may be long CPU work or block in a C library (an image resize): it runs on the
+    /// shared I/O executor's queue, never on a cooperative thread, for fetches and sets alike.
+    @Test func theTransformRunsOnTheIOExecutor() async throws {
+        let onExecutor = Locked<[Bool]>([])
+        let cache = makeCache()
+        cache.addFormat(Format(name: "upper") { value in
+            onExecutor.withLock { $0.append(IOExecutor.shared.isCurrent) }
+            return value.uppercased()
+        })
+        #expect(try await cache.fetch(key: "k", formatName: "upper") { _ in "fetched" } == "FETCHED")
+        try await cache.set("set", forKey: "j", formatName: "upper")
+        #expect(onExecutor.withLock { $0 } == [true, true])
+        #expect(!IOExecutor.shared.isCurrent)
+    }
+
     @Test func theTransformRunsOnceForConcurrentFetchesOfOneKey() async throws {
         let runs = Locked(0)
         let cache = makeCache()
