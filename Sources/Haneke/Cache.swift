@@ -141,7 +141,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
 
     /// The value for `key`, from memory or disk, or else from `fetcher`: its value is transformed by
     /// the format (once, on the shared `IOExecutor`), cached in every layer and returned. Concurrent
-    /// fetches of one key in one format share one fetcher call; a failure is not cached.
+    /// fetches of one key in one format share one fetcher call; a failure is not cached. A format
+    /// that ``Format/derivesFromOriginal`` takes the original from the original format instead
+    /// (which fetches it on a miss, once for concurrent misses in any format, and keeps it).
     /// - Parameters:
     ///   - key: The key.
     ///   - formatName: The format; the original by default.
@@ -154,11 +156,18 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         fetcher: some Fetcher<String, Value>
     ) async throws -> Value {
         let stack = try stack(for: formatName)
-        guard stack.format.transform != nil else {
+        let format = stack.format
+        if format.derivesFromOriginal, format.name != Self.originalFormatName {
+            // One flight in this format, whose original comes through the original format's own
+            // flight: however many formats miss at once, the fetcher is called once.
+            return try await stack.path.fetch(key, from: ClosureFetcher { [self] key in
+                try await format.apply(to: try await fetch(key: key, formatName: Self.originalFormatName, fetcher: fetcher))
+            })
+        }
+        guard format.transform != nil else {
             return try await stack.path.fetch(key, from: fetcher)
         }
         // The format's transform runs once, in the flight, on what the fetcher produced.
-        let format = stack.format
         return try await stack.path.fetch(key, from: ClosureFetcher { key in try await format.apply(to: try await fetcher.fetch(key)) })
     }
 

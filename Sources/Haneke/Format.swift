@@ -27,6 +27,13 @@ public struct Format<Value: Sendable>: Sendable {
     public var compressesOnDisk: Bool
     /// What is loaded from disk into memory when the cache is created. `.none` by default.
     public var preloadPolicy: PreloadPolicy
+    /// Whether a miss in this format takes its value from the cache's original format — which
+    /// fetches it (one fetcher call for concurrent misses of a key, in every format) and keeps it —
+    /// and transforms that, rather than calling the fetcher itself. `false` by default, as in
+    /// HanekeSwift, where each format calls the fetcher on its own misses. Turn it on when the
+    /// fetch is the expensive part and the original is worth keeping: an image fetched once and
+    /// resized for every format. The original format ignores it.
+    public var derivesFromOriginal: Bool
     /// Applied once to every value before it is cached (fetched or set), on the shared
     /// `IOExecutor`, never on one of Swift's cooperative threads (so it may be slow CPU work or call
     /// a blocking C library); `nil` keeps values as they are.
@@ -44,6 +51,7 @@ public struct Format<Value: Sendable>: Sendable {
         self.memoryCostLimit = 64 << 20
         self.compressesOnDisk = true
         self.preloadPolicy = .none
+        self.derivesFromOriginal = false
         self.transform = transform
     }
 

@@ -160,6 +160,37 @@ struct CacheTests {
         #expect(runs.withLock { $0 } == 1)
     }
 
+    /// A format that derives from the original takes its value from the original format, which
+    /// calls the fetcher and keeps what it gave: formats that miss at once, or one after another,
+    /// cost one fetcher call in all, and each transforms once.
+    @Test func formatsThatDeriveFromTheOriginalShareOneFetcherCall() async throws {
+        let fetches = Locked(0), transforms = Locked([String: Int]())
+        let cache = makeCache()
+        for name in ["upper", "suffixed"] {
+            var format = Format<String>(name: name) { value in
+                transforms.withLock { $0[name, default: 0] += 1 }
+                return name == "upper" ? value.uppercased() : value + "!"
+            }
+            format.derivesFromOriginal = true
+            cache.addFormat(format)
+        }
+        let fetcher = ClosureFetcher<String, String> { _ in
+            fetches.withLock { $0 += 1 }
+            return "shout"
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask { _ = try await cache.fetch(key: "k", formatName: index % 2 == 0 ? "upper" : "suffixed", fetcher: fetcher) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await cache.fetch(key: "k", formatName: "upper", fetcher: fetcher) == "SHOUT")
+        #expect(try await cache.fetch(key: "k", formatName: "suffixed", fetcher: fetcher) == "shout!")
+        #expect(try await cache.fetch(key: "k") == "shout")   // the original is kept
+        #expect(fetches.withLock { $0 } == 1)
+        #expect(transforms.withLock { $0 } == ["upper": 1, "suffixed": 1])
+    }
+
     @Test func aValueSetDuringAFetchWinsInEveryLayer() async throws {
         for round in 0..<30 {
             let cache = makeCache(name: "race\(round)")
