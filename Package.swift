@@ -79,8 +79,9 @@ let package = Package(
         // `-pthread`, which SwiftPM warns about each time. The shim declares what it calls instead,
         // and scripts/check-vips-shim checks those declarations against <vips/vips.h>.
         .systemLibrary(name: "CVips"),
-        // Not in the umbrella: an app that caches no images links no image library.
-        .target(name: "Images", dependencies: ["HanekeProtocols", "CVips"]),
+        // Not in the umbrella: an app that caches no images links no image library. It depends on
+        // the umbrella (no SwiftNIO) for `Shared.imageCache` and `Format.resizing`.
+        .target(name: "Images", dependencies: ["HanekeProtocols", "Haneke", "CVips"]),
 
         // MARK: - Umbrella
 
@@ -212,7 +213,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagesTests",
-            dependencies: ["Images", "Haneke", "HanekeProtocols", "HanekeTesting", "MemoryStore", "TestSupport"]
+            dependencies: ["Images", "Haneke", "HanekeProtocols", "HanekeTesting", "MemoryStore", "LoopbackHTTPServer", "TestSupport"]
         ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(

@@ -1,10 +1,13 @@
 import Foundation
+import HanekeProtocols
 internal import CVips
 
 /// libvips, the image library under this module: the only Swift file that imports `CVips`, and no
 /// C type leaves it.
 ///
-/// libvips is started once per process, on first use (50–80 ms here: it loads its modules), with
+/// libvips is started once per process, on first use (50–80 ms here: it loads its modules, and
+/// blocks the thread that asked, and any other that asks meanwhile) — or before, on the shared
+/// `IOExecutor`, by ``Image/startLibrary()`` and by `Shared.imageCache` when it is made — with
 /// these settings:
 ///
 /// - **One worker thread per image** (`vips_concurrency_set(1)`), unless `VIPS_CONCURRENCY` is set.
@@ -146,8 +149,15 @@ enum Vips {
         return nil
     }()
 
-    private static func start() throws(Failure) {
+    /// Starts libvips if it has not started, blocking the calling thread for 50–80 ms the first
+    /// time (and any thread that calls meanwhile, until it has); at once afterwards.
+    static func start() throws(Failure) {
         if let failure = started { throw failure }
+    }
+
+    /// Starts libvips as a job of `executor`, without waiting for it.
+    static func startInBackground(on executor: IOExecutor) {
+        executor.submit { _ = started }
     }
 
     /// libvips's messages since the last failure, on one line (its error buffer is shared by the
