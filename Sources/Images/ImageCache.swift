@@ -3,11 +3,12 @@ public import Haneke
 extension Shared {
     /// A cache of images shared by the whole program, under `$XDG_CACHE_HOME/haneke/shared-images`.
     ///
-    /// Its original format keeps images as they came (``Format/images(name:diskCapacity:)``: not
-    /// LZ4-compressed on disk, since JPEG, PNG and WebP do not shrink). Add a format per size with
-    /// ``Format/resizing(name:resizer:diskCapacity:)``; a fetch in such a format takes the original
-    /// from the original format — one request for concurrent misses in every format — and resizes
-    /// it once, on the shared `IOExecutor`.
+    /// Its original format keeps images as they came
+    /// (``Haneke/Format/images(name:diskCapacity:)``: not LZ4-compressed on disk, since JPEG, PNG
+    /// and WebP do not shrink). Add a format per size with
+    /// ``Haneke/Format/resizing(name:resizer:diskCapacity:)``; a fetch in such a format takes the
+    /// original from the original format — one request for concurrent misses in every format — and
+    /// resizes it once, on the shared `IOExecutor`.
     ///
     /// Making it starts libvips in the background on the shared `IOExecutor` (see
     /// ``Image/startLibrary()``).
@@ -35,7 +36,7 @@ extension Format where Value == Image {
     }
 
     /// A format that keeps images resized by `resizer`, not LZ4-compressed on disk (as
-    /// ``images(name:diskCapacity:)``). It ``Format/derivesFromOriginal``: a miss takes the
+    /// ``images(name:diskCapacity:)``). It `Format.derivesFromOriginal`: a miss takes the
     /// original from the cache's original format (which fetches it once for concurrent misses in
     /// every format, and keeps it), and the resize runs once per key, on the shared `IOExecutor`.
     /// Making one starts libvips in the background on the shared `IOExecutor`.
@@ -61,8 +62,9 @@ extension Image {
     /// a store's `coded(as: Image.self)` read or a `NetworkFetcher<Image>`) runs on the caller's
     /// thread, which in a cache is one of Swift's cooperative threads. Await this once, before the
     /// first image is read, to keep that wait off them. `Shared.imageCache` and the formats of
-    /// ``Format/images(name:diskCapacity:)`` and ``Format/resizing(name:resizer:diskCapacity:)``
-    /// start it in the background when they are made, without waiting.
+    /// ``Haneke/Format/images(name:diskCapacity:)`` and
+    /// ``Haneke/Format/resizing(name:resizer:diskCapacity:)`` start it in the background when they
+    /// are made, without waiting.
     /// - Throws: `StoreError` with code `unavailable` when libvips could not start.
     public static func startLibrary() async throws {
         do {
