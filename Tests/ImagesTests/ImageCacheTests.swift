@@ -38,10 +38,17 @@ struct ImageCacheTests {
         }
     }
 
-    /// A server that answers every path with the photo.
+    /// A server that answers `/missing` with a 404, `/text` with text, and any other path with
+    /// the photo.
     static func startServer() async throws -> LoopbackHTTPServer {
         let jpeg = try await photo.value
-        return try await LoopbackHTTPServer.start { _ in .init(body: jpeg) }
+        return try await LoopbackHTTPServer.start { request in
+            switch request.uri {
+            case "/missing": .init(status: 404, body: Data("no such image".utf8))
+            case "/text": .init(body: Data("not an image".utf8))
+            default: .init(body: jpeg)
+            }
+        }
     }
 
     func makeCache() async throws -> Cache<Image> {
@@ -106,6 +113,30 @@ struct ImageCacheTests {
             #expect(try await cache.fetch(url: url, formatName: "tiny").size == ImageSize(width: 16, height: 12))
             #expect(server.requestCount(path: "/late.jpg") == 1)
             #expect(resizes.value == 1)
+        }
+    }
+
+    @Test func aFailedOriginalIsAClearErrorInEveryFormatAndIsNotCached() async throws {
+        let cache = try await makeCache()
+        let resizes = Resizes()
+        cache.addFormat(.resizing(name: "small", resizer: resizes.resizer(width: 64, height: 64)))
+        try await withServer(try await Self.startServer(), shutdown: { await $0.shutdown() }) { server in
+            for _ in 0..<2 {
+                let missing = try await #require(throws: StoreError.self) {
+                    try await cache.fetch(url: server.baseURL.appendingPathComponent("missing"), formatName: "small")
+                }
+                #expect(missing.code == .invalidStatusCode)
+                #expect(missing.statusCode == 404)
+                let text = try await #require(throws: StoreError.self) {
+                    try await cache.fetch(url: server.baseURL.appendingPathComponent("text"), formatName: "small")
+                }
+                #expect(text.code == .decoding)
+                #expect(text.message.contains("does not decode as Image"))
+            }
+            // Not cached: each fetch asked again.
+            #expect(server.requestCount(path: "/missing") == 2)
+            #expect(server.requestCount(path: "/text") == 2)
+            #expect(resizes.value == 0)
         }
     }
 
