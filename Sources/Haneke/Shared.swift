@@ -2,7 +2,8 @@ public import Foundation
 import Formats
 
 /// Caches shared by the whole program, as HanekeSwift had them, each with the default stack under
-/// `$XDG_CACHE_HOME/haneke/shared-<type>`.
+/// `$XDG_CACHE_HOME/haneke/shared-<type>`. The `Images` module adds `Shared.imageCache`, a cache of
+/// images with resizing formats.
 public enum Shared {
     /// A cache of bytes.
     public static let dataCache = Cache<Data>(name: "shared-data")
