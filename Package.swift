@@ -79,7 +79,8 @@ let package = Package(
         // `-pthread`, which SwiftPM warns about each time. The shim declares what it calls instead,
         // and scripts/check-vips-shim checks those declarations against <vips/vips.h>.
         .systemLibrary(name: "CVips"),
-        // Not in the umbrella: an app that caches no images links no image library.
+        // Not in the umbrella: an app that caches no images links no image library (the tool does,
+        // for `haneke thumbnail`).
         .target(name: "Images", dependencies: ["HanekeProtocols", "CVips"]),
 
         // MARK: - Umbrella
@@ -118,9 +119,10 @@ let package = Package(
 
         .executableTarget(
             name: "haneke",
-            // SeededRandom: the demo's documents are the same on every run.
+            // SeededRandom: the demo's documents are the same on every run. Images: `haneke
+            // thumbnail` (so the tool links libvips).
             dependencies: [
-                "Haneke", "SeededRandom", "LoopbackHTTPServer",
+                "Haneke", "Images", "SeededRandom", "LoopbackHTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -185,7 +187,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HanekeToolTests",
-            dependencies: ["haneke", "Haneke", "HanekeTesting", "TestSupport"]
+            dependencies: ["haneke", "Haneke", "Images", "HanekeTesting", "TestSupport"]
         ),
         .testTarget(
             name: "ReliabilityTests",
