@@ -12,7 +12,8 @@ struct Thumbnail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Resize a folder of images through a disk-backed image cache and show what each layer did.",
         discussion: """
-        Builds Cache<Image> with a resizing format (thumbnail-SIZE: memory, then files on disk) and \
+        Builds Cache<Image> with a resizing format (memory, then files on disk; named by its settings, \
+        such as thumbnail-256-aspectFit-same-q85, so that other settings never share its thumbnails) and \
         fetches every image file of FOLDER (.jpg, .jpeg, .png, .webp, .gif, .tif, .tiff, .heic, \
         .heif, .avif; not its subfolders) through a DiskFetcher, three times: cold (each original \
         read and resized, on the shared I/O executor), warm (memory cleared: each thumbnail read \
@@ -28,6 +29,11 @@ struct Thumbnail: AsyncParsableCommand {
         An image that cannot be read or resized (damaged, truncated, too large, not an image) is \
         listed with its reason, one line each, and the command ends with exit status 1 once every \
         other image is done.
+
+        --json prints {folder, cacheDirectory, cacheDeleted, format, images, passes: [{name, served, \
+        failed, seconds}], layers: [{name, hits, misses, writes, errors}], originalBytes, \
+        thumbnailBytes, thumbnails: [{file, width, height, format, bytes}], output, failures: [{file, \
+        reason}]}, where served counts the images by the layer that served them.
         """ + ExitStatus.help
     )
 
