@@ -15,7 +15,8 @@ struct Thumbnail: AsyncParsableCommand {
         Builds Cache<Image> with a resizing format (memory, then files on disk; named by its settings, \
         such as thumbnail-256-aspectFit-same-q85, so that other settings never share its thumbnails) and \
         fetches every image file of FOLDER (.jpg, .jpeg, .png, .webp, .gif, .tif, .tiff, .heic, \
-        .heif, .avif; not its subfolders) through a DiskFetcher, three times: cold (each original \
+        .heif, .avif; not its subfolders) through a DiskFetcher, as many at a time as the machine has \
+        cores, three times: cold (each original \
         read and resized, on the shared I/O executor), warm (memory cleared: each thumbnail read \
         from disk) and hot (from memory). Prints, per pass, how many images each layer served and \
         the time; per layer, its hits, misses, writes and errors; and the bytes of the originals and \
@@ -100,7 +101,7 @@ struct Thumbnail: AsyncParsableCommand {
         guard !files.isEmpty else {
             throw ToolError.usage("\(shown(folder)) has no image files (\(Self.imageExtensions.sorted().map { "." + $0 }.joined(separator: " ")))")
         }
-        if let output { try await IOExecutor.shared.run { try Self.prepareOutput(output) } }
+        if let output { try await IOExecutor.shared.run { [folder] in try Self.prepareOutput(output, input: folder) } }
         let root = cacheDir ?? NSTemporaryDirectory() + "haneke-thumbnail-\(UUID().uuidString.prefix(8))"
         let deleting = cacheDir == nil
         let outcome: Result<Report, any Error>
@@ -139,11 +140,16 @@ struct Thumbnail: AsyncParsableCommand {
         }.map { folder + "/" + $0 }
     }
 
-    /// Makes the output folder if it is missing; refuses a file in its place.
-    static func prepareOutput(_ output: String) throws {
+    /// Makes the output folder if it is missing; refuses a file in its place, and the input folder
+    /// itself (a thumbnail named like its original would replace it).
+    static func prepareOutput(_ output: String, input: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw ToolError.usage("--output \(shown(output)) is not a folder") }
+            let resolved = { (path: String) in URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path }
+            guard resolved(output) != resolved(input) else {
+                throw ToolError.usage("--output \(shown(output)) is the folder of the originals; refusing to write thumbnails over them: pass another folder")
+            }
             return
         }
         do { try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true) } catch {
@@ -191,27 +197,45 @@ struct Thumbnail: AsyncParsableCommand {
         var report = Report(folder: folder, cacheDirectory: root, cacheDeleted: deleting, format: formatName, images: files.count)
         let line = progress.line()
         var results: [String: Image] = [:]
+        // As many images in flight as cores (a resize keeps one core busy); what each layer served
+        // in a pass is the rise of its hits over the pass.
+        let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
         for name in ["cold", "warm (memory cleared)", "hot"] {
             if name.hasPrefix("warm") { cache.removeAllFromMemory() }
             var pass = Pass(name: name)
+            let before = try cache.layerStatistics(formatName: formatName)
             let start = ContinuousClock.now
-            for (index, file) in files.enumerated() {
-                line.show("\(name): \(index + 1)/\(files.count) \(shown((file as NSString).lastPathComponent))")
-                let before = try cache.layerStatistics(formatName: formatName)
-                do {
-                    let image = try await cache.fetch(path: file, formatName: formatName)
-                    let after = try cache.layerStatistics(formatName: formatName)
-                    let layer = zip(before, after).first { $1.statistics.hits > $0.statistics.hits }?.1.name ?? "?"
-                    pass.served[layer, default: 0] += 1
-                    results[file] = image
-                } catch {
-                    pass.failed += 1
-                    if name == "cold" { report.failures.append(Failure(file: file, reason: ToolError.reason(error))) }
+            var done = 0
+            try await withThrowingTaskGroup(of: (String, Result<Image, any Error>).self) { group in
+                var next = 0
+                func add() {
+                    let file = files[next]
+                    next += 1
+                    group.addTask {
+                        do { return (file, .success(try await cache.fetch(path: file, formatName: formatName))) } catch { return (file, .failure(error)) }
+                    }
+                }
+                while next < min(width, files.count) { add() }
+                while let (file, result) = try await group.next() {
+                    done += 1
+                    line.show("\(name): \(done)/\(files.count) \(shown((file as NSString).lastPathComponent))")
+                    switch result {
+                    case .success(let image):
+                        results[file] = image
+                    case .failure(let error):
+                        pass.failed += 1
+                        if name == "cold" { report.failures.append(Failure(file: file, reason: ToolError.reason(error))) }
+                    }
+                    if next < files.count { add() }
                 }
             }
             line.end()
             let elapsed = ContinuousClock.now - start
             pass.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            for (old, new) in zip(before, try cache.layerStatistics(formatName: formatName)) where new.statistics.hits > old.statistics.hits {
+                pass.served[new.name] = new.statistics.hits - old.statistics.hits
+            }
+            report.failures.sort { $0.file < $1.file }
             report.passes.append(pass)
         }
         report.layers = try cache.layerStatistics(formatName: formatName).map {
@@ -272,7 +296,7 @@ struct Thumbnail: AsyncParsableCommand {
         if let output = report.output { print("thumbnails written to \(shown(output))") }
         if !report.failures.isEmpty {
             print("\n\(report.failures.count) image(s) failed:")
-            for failure in report.failures { print("  \(shown(failure.file)): \(shown(failure.reason))") }
+            for failure in report.failures { print("  \(shown(failure.file)): \(shown(failure.reason, limit: 1000))") }
         }
     }
 

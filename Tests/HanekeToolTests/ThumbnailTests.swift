@@ -161,6 +161,7 @@ struct ThumbnailTests {
             (["thumbnail", folder.appending("missing")], "does not exist"),
             (["thumbnail", folder.appending("notes.txt")], "is not a folder"),
             (["thumbnail", empty.path], "has no image files"),
+            (["thumbnail", folder.path, "--output", folder.path + "/."], "refusing to write thumbnails over them"),
         ]
         for (arguments, text) in cases {
             let run = try await ChildProcess.run(ChildProcess.binary("haneke"), arguments)
