@@ -10,14 +10,13 @@ SWIFT ?= swift
 SHELL := /bin/bash
 PREFIX ?= /usr/local
 # The Debian packages each job needs; scripts/install-deps installs the missing ones and says why.
-# The tool (`make demo`, `make release`) needs BUILD_PACKAGES only; building every target (`make
-# build`, `make docs`, the tests) also needs libvips, for the Images module.
-BUILD_PACKAGES := liblz4-dev pkg-config
-ALL_TARGETS_PACKAGES := $(BUILD_PACKAGES) libvips-dev
-TEST_PACKAGES := $(ALL_TARGETS_PACKAGES) lz4 redis-server
-BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools
+# Every build needs libvips, the tool's included (`haneke thumbnail` resizes with the Images module).
+# The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make) as baselines.
+BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev
+TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
+BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv
 
-.PHONY: all deps build-deps all-targets-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
+.PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
@@ -26,16 +25,13 @@ deps: bench-deps
 build-deps:
 	@scripts/install-deps $(BUILD_PACKAGES)
 
-all-targets-deps:
-	@scripts/install-deps $(ALL_TARGETS_PACKAGES)
-
 test-deps:
 	@scripts/install-deps $(TEST_PACKAGES)
 
 bench-deps:
 	@scripts/install-deps $(BENCH_PACKAGES)
 
-build: all-targets-deps
+build: build-deps
 	scripts/build-without-warnings
 
 # The tool in release mode, .build/release/haneke (what `make demo` runs and `make install` installs).
@@ -55,7 +51,7 @@ test: test-deps
 
 # Every ```swift block of README.md, the examples' READMEs and the DocC articles, compiled as
 # written in a scratch package (.build/snippets); first the check's own test, a block that must fail.
-check-snippets: all-targets-deps
+check-snippets: build-deps
 	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "cannot find 'URL' in scope" scripts/snippet-fixtures/missing-import.md
 	SWIFT=$(SWIFT) scripts/check-snippets
 
@@ -73,7 +69,7 @@ install: release
 	SWIFT=$(SWIFT) scripts/install-tool "$(DESTDIR)$(PREFIX)"
 
 # The DocC documentation of every library module, in .build/docs; any warning fails it.
-docs: all-targets-deps
+docs: build-deps
 	scripts/build-docs
 
 # Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the

@@ -79,8 +79,9 @@ let package = Package(
         // `-pthread`, which SwiftPM warns about each time. The shim declares what it calls instead,
         // and scripts/check-vips-shim checks those declarations against <vips/vips.h>.
         .systemLibrary(name: "CVips"),
-        // Not in the umbrella: an app that caches no images links no image library. It depends on
-        // the umbrella (no SwiftNIO) for `Shared.imageCache` and `Format.resizing`.
+        // Not in the umbrella: an app that caches no images links no image library (the tool does,
+        // for `haneke thumbnail`). It depends on the umbrella (no SwiftNIO) for `Shared.imageCache`
+        // and `Format.resizing`.
         .target(name: "Images", dependencies: ["HanekeProtocols", "Haneke", "CVips"]),
 
         // MARK: - Umbrella
@@ -119,9 +120,10 @@ let package = Package(
 
         .executableTarget(
             name: "haneke",
-            // SeededRandom: the demo's documents are the same on every run.
+            // SeededRandom: the demo's documents are the same on every run. Images: `haneke
+            // thumbnail` (so the tool links libvips).
             dependencies: [
-                "Haneke", "SeededRandom", "LoopbackHTTPServer",
+                "Haneke", "Images", "SeededRandom", "LoopbackHTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -186,7 +188,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HanekeToolTests",
-            dependencies: ["haneke", "Haneke", "HanekeTesting", "TestSupport"]
+            dependencies: ["haneke", "Haneke", "Images", "HanekeTesting", "TestSupport"]
         ),
         .testTarget(
             name: "ReliabilityTests",

@@ -35,7 +35,19 @@ let package = Package(
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
                 .product(name: "RedisStore", package: hanekeIdentity),
                 .product(name: "HanekeTesting", package: hanekeIdentity),
+                .product(name: "Haneke", package: hanekeIdentity),
+                .product(name: "Images", package: hanekeIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Workload 8's peak-memory probe, in C: a small parent whose children's ru_maxrss is theirs alone.
+        .executableTarget(name: "PeakRSS"),
+        // Workload 8's child process, whose peak resident size PeakRSS reads (ImageResizer).
+        .executableTarget(
+            name: "ThumbnailProbe",
+            dependencies: [
+                .product(name: "Images", package: hanekeIdentity),
+                .product(name: "HanekeProtocols", package: hanekeIdentity),
             ]
         ),
         .executableTarget(

@@ -12,7 +12,7 @@ enum ExitStatus: Int32, Error {
     /// Success.
     case ok = 0
     /// Problems found: `verify` found damage that remains, `get` found no entry for its key (or a
-    /// damaged one).
+    /// damaged one), `thumbnail` could not read or resize some images.
     case problems = 1
     /// A usage mistake: a bad option or value, a missing or wrong operand (not a folder, not a
     /// store's folder).
@@ -27,7 +27,8 @@ enum ExitStatus: Int32, Error {
         EXIT STATUS:
           0  success
           1  problems found: verify found damage that remains; get found no entry
-             for its key (or a damaged one)
+             for its key (or a damaged one); thumbnail could not read or resize
+             some images (listed, with their reasons)
           2  usage: a bad option or value, a missing or wrong operand (not a
              folder, not a store's folder)
           3  an I/O failure: a system call failed (permission denied, a disk

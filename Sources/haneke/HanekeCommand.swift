@@ -8,6 +8,10 @@ struct HanekeCommand: AsyncParsableCommand {
     /// Runs the command; any error is one line on stderr (`haneke: …`) and an ``ExitStatus``,
     /// usage mistakes included (`--help` shows the usage).
     static func main() async {
+        // libvips prints a warning on stderr for each damaged image it reads (GLib's log, domain
+        // VIPS), before the error the Images module throws; `thumbnail` reports each such image on
+        // one line instead. VIPS_WARNING, read once as libvips starts, silences them.
+        setenv("VIPS_WARNING", "0", 0)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -28,7 +32,7 @@ struct HanekeCommand: AsyncParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "haneke",
-        abstract: "Run the Haneke demo, and inspect, verify, read and trim cache folders.",
+        abstract: "Run the Haneke demos (JSON, thumbnails), and inspect, verify, read and trim cache folders.",
         discussion: """
         A cache folder (DIR) is one FileStore: the folder of one format of a cache, such as \
         ~/.cache/haneke/<cache>/original. Files are named by the MD5 of their key, in shard folders \
@@ -44,6 +48,6 @@ struct HanekeCommand: AsyncParsableCommand {
         completion scripts.
         """ + ExitStatus.help,
         version: HanekeVersion.string,
-        subcommands: [Demo.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self]
+        subcommands: [Demo.self, Thumbnail.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self]
     )
 }

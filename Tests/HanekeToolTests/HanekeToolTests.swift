@@ -425,7 +425,7 @@ struct HanekeToolTests {
     @Test func helpDocumentsEveryCommand() async throws {
         let help = try await Self.haneke("--help")
         #expect(help.status == 0)
-        for command in ["demo", "inspect", "get", "verify", "trim", "stats"] {
+        for command in ["demo", "thumbnail", "inspect", "get", "verify", "trim", "stats"] {
             #expect(help.output.contains(command))
             let sub = try await Self.haneke("help", command)
             #expect(sub.status == 0)

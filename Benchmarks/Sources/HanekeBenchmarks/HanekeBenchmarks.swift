@@ -27,6 +27,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["2", "5"], FileStoreBenchmarks.run),
             (["3"], CompressedStoreBenchmarks.run),
             (["4", "6", "7"], ChainBenchmarks.run),
+            (["8"], ThumbnailBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {

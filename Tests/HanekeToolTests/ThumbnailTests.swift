@@ -1,0 +1,222 @@
+import Foundation
+import HanekeTesting
+import Images
+import Testing
+import TestSupport
+
+/// `haneke thumbnail`, run as a separate process on a folder of images made for each test.
+@Suite(.timeLimit(.minutes(2)), .offThePool, .tags(.disk, .process, .slow))
+struct ThumbnailTests {
+    typealias Run = ChildProcess.Outcome
+
+    static func haneke(_ arguments: String...) async throws -> Run {
+        try await ChildProcess.run(ChildProcess.binary("haneke"), arguments)
+    }
+
+    /// What `--json` prints, the fields the tests read.
+    struct Report: Decodable {
+        struct Pass: Decodable { var name: String; var served: [String: Int]; var failed: Int }
+        struct Layer: Decodable { var name: String; var hits: Int; var misses: Int; var writes: Int; var errors: Int }
+        struct Made: Decodable { var file: String; var width: Int; var height: Int; var format: String; var bytes: Int }
+        struct Failure: Decodable { var file: String; var reason: String }
+        var images: Int
+        var format: String
+        var passes: [Pass]
+        var layers: [Layer]
+        var originalBytes: Int
+        var thumbnailBytes: Int
+        var thumbnails: [Made]
+        var failures: [Failure]
+    }
+
+    /// An RGB PNG of smooth gradients (stored deflate blocks: no compressor needed).
+    static func png(width: Int, height: Int) -> Data {
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let offset = (y * width + x) * 3
+                pixels[offset] = UInt8(x * 255 / max(1, width - 1))
+                pixels[offset + 1] = UInt8(y * 255 / max(1, height - 1))
+                pixels[offset + 2] = UInt8((x + y) % 256)
+            }
+        }
+        return ToolPNG.png(width: width, height: height, rgb: pixels)
+    }
+
+    /// A JPEG of `png(width:height:)`, made by libvips through the Images module.
+    static func jpeg(width: Int, height: Int) async throws -> Data {
+        let resizer = ImageResizer(size: ImageSize(width: 1, height: 1), scaleMode: .none, outputFormat: .jpeg, compressionQuality: 0.9)
+        return try await resizer.resize(Image(data: png(width: width, height: height))).data
+    }
+
+    /// A folder with two JPEGs, a PNG and a text file that is not an image.
+    static func makeFolder() async throws -> TemporaryDirectory {
+        let folder = try TemporaryDirectory(prefix: "images")
+        try await jpeg(width: 600, height: 400).write(to: URL(fileURLWithPath: folder.appending("landscape.jpg")))
+        try await jpeg(width: 300, height: 500).write(to: URL(fileURLWithPath: folder.appending("portrait.JPEG")))
+        try png(width: 200, height: 200).write(to: URL(fileURLWithPath: folder.appending("square.png")))
+        try Data("not an image, and not named like one".utf8).write(to: URL(fileURLWithPath: folder.appending("notes.txt")))
+        return folder
+    }
+
+    @Test func coldResizesWarmAndHotComeFromTheCache() async throws {
+        let folder = try await Self.makeFolder()
+        let output = try TemporaryDirectory(prefix: "thumbs")
+        let run = try await Self.haneke("thumbnail", folder.path, "--size", "64", "--output", output.appending("out"), "--json", "--quiet")
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try JSONDecoder().decode(Report.self, from: run.stdout)
+        #expect(report.images == 3)
+        #expect(report.failures.isEmpty)
+        #expect(report.passes.map(\.name) == ["cold", "warm (memory cleared)", "hot"])
+        #expect(report.passes[0].served == ["fetcher": 3], "\(report.passes[0].served)")
+        #expect(report.passes[1].served == ["disk": 3], "\(report.passes[1].served)")
+        #expect(report.passes[2].served == ["memory": 3], "\(report.passes[2].served)")
+        let layers = Dictionary(uniqueKeysWithValues: report.layers.map { ($0.name, $0) })
+        #expect(layers["fetcher"]?.hits == 3)
+        #expect(layers["memory"]?.hits == 3)
+        #expect(layers["disk"]?.hits == 3)
+        #expect(layers.values.allSatisfy { $0.errors == 0 })
+        #expect(report.thumbnailBytes < report.originalBytes)
+
+        // Aspect fit in 64×64, each in its original's format, written to --output.
+        let expected: [String: (Int, Int, ImageFormat)] = [
+            "landscape.jpg": (64, 43, .jpeg), "portrait.jpg": (39, 64, .jpeg), "square.png": (64, 64, .png),
+        ]
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: output.appending("out"))) == Set(expected.keys))
+        for (name, (width, height, format)) in expected {
+            let image = try Image(data: Data(contentsOf: URL(fileURLWithPath: output.appending("out/" + name))))
+            #expect(image.format == format, "\(name)")
+            #expect(abs(image.width - width) <= 1 && abs(image.height - height) <= 1, "\(name): \(image.size)")
+            #expect(max(image.width, image.height) == 64, "\(name): \(image.size)")
+        }
+    }
+
+    @Test func aDamagedImageIsListedWithItsReasonAndTheRestAreDone() async throws {
+        let folder = try await Self.makeFolder()
+        let whole = try await Self.jpeg(width: 400, height: 300)
+        try whole.prefix(300).write(to: URL(fileURLWithPath: folder.appending("truncated.jpg")))
+        try Data("plain text".utf8).write(to: URL(fileURLWithPath: folder.appending("fake.png")))
+        let run = try await Self.haneke("thumbnail", folder.path, "--size", "32", "--format", "webp", "--quiet")
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.isEmpty, "failed images are the output, not an error: \(run.stderr)")
+        #expect(run.output.contains("2 image(s) failed"), "\(run.output)")
+        let lines = run.output.split(separator: "\n")
+        for name in ["truncated.jpg", "fake.png"] {
+            let line = try #require(lines.first { $0.contains(folder.appending(name)) }, "\(name): \(run.output)")
+            #expect(line.contains(": "), "a reason follows the name: \(line)")
+        }
+        #expect(run.output.contains("3 thumbnail(s)"), "\(run.output)")
+
+        let json = try await Self.haneke("thumbnail", folder.path, "--size", "32", "--json", "--quiet")
+        #expect(json.status == 1)
+        let report = try JSONDecoder().decode(Report.self, from: json.stdout)
+        #expect(report.images == 5)
+        #expect(report.failures.map(\.file).sorted() == [folder.appending("fake.png"), folder.appending("truncated.jpg")])
+        #expect(report.failures.allSatisfy { !$0.reason.isEmpty && !$0.reason.contains("\n") })
+        #expect(report.passes.allSatisfy { $0.failed == 2 })
+        #expect(report.thumbnails.count == 3)
+    }
+
+    @Test func aKeptCacheServesTheNextRunFromDisk() async throws {
+        let folder = try await Self.makeFolder()
+        let cache = try TemporaryDirectory(prefix: "cache")
+        let first = try await Self.haneke("thumbnail", folder.path, "--size", "48", "--mode", "aspectFill", "--cache-dir", cache.path)
+        #expect(first.status == 0, "\(first.stderr)")
+        for text in ["cold", "warm", "hot", "memory", "disk", "fetcher", "bytes: 3 original(s)"] {
+            #expect(first.output.contains(text), "\(text): \(first.output)")
+        }
+        let second = try await Self.haneke("thumbnail", folder.path, "--size", "48", "--mode", "aspectFill", "--cache-dir", cache.path, "--json")
+        #expect(second.status == 0, "\(second.stderr)")
+        let report = try JSONDecoder().decode(Report.self, from: second.stdout)
+        #expect(report.passes[0].served == ["disk": 3], "the cold pass of a second run reads the kept thumbnails: \(report.passes[0].served)")
+        #expect(report.thumbnails.allSatisfy { $0.width == 48 && $0.height == 48 })
+        #expect(FileManager.default.fileExists(atPath: cache.path + "/" + report.format))
+
+        // A folder that is neither empty nor a thumbnail cache is refused and left as it was.
+        let foreign = try TemporaryDirectory(prefix: "foreign")
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: foreign.appending("notes.txt")))
+        let refused = try await Self.haneke("thumbnail", folder.path, "--cache-dir", foreign.path)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("refusing to use it"), "\(refused.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: foreign.path) == ["notes.txt"])
+    }
+
+    @Test func withoutCacheDirTheTemporaryCacheIsDeleted() async throws {
+        let folder = try await Self.makeFolder()
+        let temporary = try TemporaryDirectory()
+        let run = try await ChildProcess.run("/usr/bin/env", ["TMPDIR=" + temporary.path, ChildProcess.binary("haneke"), "thumbnail", folder.path, "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.output.contains("(deleted at the end)"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).isEmpty, "the command left its cache")
+    }
+
+    @Test func usageMistakesExitWithStatus2AndOneLine() async throws {
+        let folder = try await Self.makeFolder()
+        let empty = try TemporaryDirectory(prefix: "empty")
+        let cases: [([String], String)] = [
+            (["thumbnail", folder.path, "--size", "0"], "--size"),
+            (["thumbnail", folder.path, "--quality", "1.5"], "--quality"),
+            (["thumbnail", folder.path, "--format", "gif"], "--format"),
+            (["thumbnail", folder.path, "--mode", "stretch"], "stretch"),
+            (["thumbnail", folder.appending("missing")], "does not exist"),
+            (["thumbnail", folder.appending("notes.txt")], "is not a folder"),
+            (["thumbnail", empty.path], "has no image files"),
+            (["thumbnail", folder.path, "--output", folder.path + "/."], "refusing to write thumbnails over them"),
+        ]
+        for (arguments, text) in cases {
+            let run = try await ChildProcess.run(ChildProcess.binary("haneke"), arguments)
+            #expect(run.status == 2, "\(arguments): \(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(arguments)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains(text), "\(arguments): \(run.stderr)")
+        }
+    }
+}
+
+/// A minimal PNG writer for the tool's tests: RGB, 8 bits a sample, no filtering, deflate's stored
+/// blocks (the Images tests have a fuller one).
+enum ToolPNG {
+    static func png(width: Int, height: Int, rgb pixels: [UInt8]) -> Data {
+        var scanlines: [UInt8] = []
+        scanlines.reserveCapacity((width * 3 + 1) * height)
+        for row in 0..<height {
+            scanlines.append(0)
+            scanlines += pixels[(row * width * 3)..<((row + 1) * width * 3)]
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let length = min(65_535, scanlines.count - offset)
+            let last: UInt8 = offset + length == scanlines.count ? 1 : 0
+            zlib += [last, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            zlib += scanlines[offset..<(offset + length)]
+            offset += length
+        } while offset < scanlines.count
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in scanlines { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
+        zlib += bigEndian(b << 16 | a)
+        var data: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        data += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
+        data += chunk("IDAT", zlib)
+        data += chunk("IEND", [])
+        return Data(data)
+    }
+
+    private static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+        let typed = Array(type.utf8) + body
+        return bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+}
