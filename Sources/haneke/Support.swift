@@ -7,6 +7,32 @@ import Logging
 import Glibc
 #endif
 
+/// Makes sure `folder` is `command`'s to use: a folder that does not exist yet (made `0700`), an
+/// empty one, or one that command marked before with the file `marker`, which is written (`0600`)
+/// to mark it. Anything else is refused, untouched, with a usage error ending in `refusal`.
+func claimFolder(_ folder: String, marker: String, command: String, refusal: String, markerText: String) throws {
+    let manager = FileManager.default
+    var isDirectory: ObjCBool = false
+    if manager.fileExists(atPath: folder, isDirectory: &isDirectory) {
+        guard isDirectory.boolValue else { throw ToolError.usage("\(shown(folder)) is not a folder") }
+        let names: [String]
+        do { names = try manager.contentsOfDirectory(atPath: folder) } catch { throw ToolError.io("could not list \(shown(folder))", error) }
+        if names.contains(marker) { return }
+        guard names.isEmpty else {
+            throw ToolError.usage("\(shown(folder)) is not empty and is not a folder `\(command)` made; refusing to use it\(refusal): pass a new or empty folder")
+        }
+    } else {
+        do {
+            try manager.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw ToolError.io("could not create \(shown(folder))", error)
+        }
+    }
+    guard manager.createFile(atPath: folder + "/" + marker, contents: Data(markerText.utf8), attributes: [.posixPermissions: 0o600]) else {
+        throw ToolError.io("could not write \(shown(folder + "/" + marker))", POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
+    }
+}
+
 /// Checks that `directory` is a store's folder — it holds the marker every FileStore writes — with
 /// a hint when it is a cache's folder instead. Every command checks this first, so none reads or
 /// changes a folder that a store did not make (the FileStore calls refuse such a folder too).

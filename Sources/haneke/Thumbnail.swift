@@ -160,26 +160,7 @@ struct Thumbnail: AsyncParsableCommand {
     /// Makes sure `folder` is this command's to use: a folder that does not exist yet, an empty one,
     /// or one an earlier thumbnail run marked. Anything else is refused, untouched.
     static func claim(_ folder: String) throws {
-        let manager = FileManager.default
-        var isDirectory: ObjCBool = false
-        if manager.fileExists(atPath: folder, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw ToolError.usage("\(shown(folder)) is not a folder") }
-            let names: [String]
-            do { names = try manager.contentsOfDirectory(atPath: folder) } catch { throw ToolError.io("could not list \(shown(folder))", error) }
-            if names.contains(markerName) { return }
-            guard names.isEmpty else {
-                throw ToolError.usage("\(shown(folder)) is not empty and is not a folder `haneke thumbnail` made; refusing to use it: pass a new or empty folder")
-            }
-        } else {
-            do {
-                try manager.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw ToolError.io("could not create \(shown(folder))", error)
-            }
-        }
-        guard manager.createFile(atPath: folder + "/" + markerName, contents: Data("A cache made by `haneke thumbnail`.\n".utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw ToolError.io("could not write \(shown(folder + "/" + markerName))", POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
-        }
+        try claimFolder(folder, marker: markerName, command: "haneke thumbnail", refusal: "", markerText: "A cache made by `haneke thumbnail`.\n")
     }
 
     /// Runs the three passes with the cache in `root`.
