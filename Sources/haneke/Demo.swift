@@ -35,26 +35,10 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         let root = dir ?? NSTemporaryDirectory() + "haneke-demo-\(UUID().uuidString.prefix(8))"
         let deleting = dir == nil && !keep
-        let outcome: Result<Void, any Error>
-        do {
-            // The demo empties its cache first: it must be the demo's own.
-            try await IOExecutor.shared.run { try Self.claim(root) }
+        // The demo empties its cache first: it must be the demo's own.
+        try await withClaimedFolder(root, deleting: deleting, what: "the demo's folder", claim: Self.claim) {
             try await show(root, deleting: deleting)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
         }
-        if deleting {
-            do {
-                try await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) }
-            } catch {
-                // The demo's own error comes first; a folder that could not go is the error of a
-                // demo that otherwise went well.
-                try outcome.get()
-                throw ToolError.io("could not delete the demo's folder \(shown(root))", error)
-            }
-        }
-        try outcome.get()
     }
 
     /// Runs the demo with its cache in `root` and prints what it saw, ending with the commands to

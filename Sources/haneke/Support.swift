@@ -33,6 +33,34 @@ func claimFolder(_ folder: String, marker: String, command: String, refusal: Str
     }
 }
 
+/// Claims `root` (`claim`, on the I/O executor), runs `body`, then removes `root` when `deleting`,
+/// whatever `body` did. `body`'s error comes first; a folder that could not be removed is the error
+/// of a run that otherwise went well (`what` names the folder in that message).
+func withClaimedFolder<T>(
+    _ root: String,
+    deleting: Bool,
+    what: String,
+    claim: @escaping @Sendable (String) throws -> Void,
+    _ body: () async throws -> T
+) async throws -> T {
+    let outcome: Result<T, any Error>
+    do {
+        try await IOExecutor.shared.run { try claim(root) }
+        outcome = .success(try await body())
+    } catch {
+        outcome = .failure(error)
+    }
+    if deleting {
+        do {
+            try await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) }
+        } catch {
+            _ = try outcome.get()
+            throw ToolError.io("could not delete \(what) \(shown(root))", error)
+        }
+    }
+    return try outcome.get()
+}
+
 /// Checks that `directory` is a store's folder — it holds the marker every FileStore writes — with
 /// a hint when it is a cache's folder instead. Every command checks this first, so none reads or
 /// changes a folder that a store did not make (the FileStore calls refuse such a folder too).

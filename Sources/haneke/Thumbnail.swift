@@ -104,22 +104,9 @@ struct Thumbnail: AsyncParsableCommand {
         if let output { try await IOExecutor.shared.run { [folder] in try Self.prepareOutput(output, input: folder) } }
         let root = cacheDir ?? NSTemporaryDirectory() + "haneke-thumbnail-\(UUID().uuidString.prefix(8))"
         let deleting = cacheDir == nil
-        let outcome: Result<Report, any Error>
-        do {
-            try await IOExecutor.shared.run { try Self.claim(root) }
-            outcome = .success(try await measure(files, root: root, deleting: deleting))
-        } catch {
-            outcome = .failure(error)
+        let report = try await withClaimedFolder(root, deleting: deleting, what: "the cache's folder", claim: Self.claim) {
+            try await measure(files, root: root, deleting: deleting)
         }
-        if deleting {
-            do {
-                try await IOExecutor.shared.run { try FileManager.default.removeItem(atPath: root) }
-            } catch {
-                _ = try outcome.get()
-                throw ToolError.io("could not delete the cache's folder \(shown(root))", error)
-            }
-        }
-        let report = try outcome.get()
         if json { try printJSON(report) } else { show(report) }
         if !report.failures.isEmpty { throw ExitStatus.problems }
     }
