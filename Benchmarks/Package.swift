@@ -23,12 +23,21 @@ let package = Package(
         .systemLibrary(name: "CFileBaseline"),
         // The pthread lock box of the baselines and counters, their own: the library's is not API.
         .target(name: "BaselineLock"),
+        // Workload 8's resizing job: the benchmark runs it in process, ThumbnailProbe in a child.
+        .target(
+            name: "ThumbnailJob",
+            dependencies: [
+                .product(name: "Images", package: hanekeIdentity),
+                .product(name: "HanekeProtocols", package: hanekeIdentity),
+            ]
+        ),
         .executableTarget(
             name: "HanekeBenchmarks",
             dependencies: [
                 "CLZ4Baseline",
                 "CFileBaseline",
                 "BaselineLock",
+                "ThumbnailJob",
                 .product(name: "CompressedStore", package: hanekeIdentity),
                 .product(name: "FileStore", package: hanekeIdentity),
                 .product(name: "MemoryStore", package: hanekeIdentity),
@@ -46,6 +55,7 @@ let package = Package(
         .executableTarget(
             name: "ThumbnailProbe",
             dependencies: [
+                "ThumbnailJob",
                 .product(name: "Images", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
             ]

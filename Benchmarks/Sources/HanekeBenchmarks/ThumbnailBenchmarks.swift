@@ -3,6 +3,7 @@ import Foundation
 import Haneke
 import HanekeProtocols
 import Images
+import ThumbnailJob
 
 #if canImport(Glibc)
 import Glibc
@@ -298,30 +299,6 @@ enum ThumbnailBenchmarks {
             return z ^ (z >> 31)
         }
         mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    }
-}
-
-/// The job of workload 8's in-process figure, the same as ThumbnailProbe's: read each file on the
-/// I/O executor, resize it with the async API, write the thumbnail; `concurrency` files at a time.
-enum ThumbnailJob {
-    static func run(files: [String], output: String, resizer: ImageResizer, concurrency: Int) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var next = 0
-            func add() {
-                let file = files[next]
-                next += 1
-                group.addTask {
-                    let data = try await IOExecutor.shared.run { try Data(contentsOf: URL(fileURLWithPath: file)) }
-                    let thumbnail = try await resizer.resize(Image(data: data))
-                    let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension + ".jpg"
-                    try await IOExecutor.shared.run { try thumbnail.data.write(to: URL(fileURLWithPath: output + "/" + name)) }
-                }
-            }
-            while next < min(concurrency, files.count) { add() }
-            while try await group.next() != nil {
-                if next < files.count { add() }
-            }
-        }
     }
 }
 

@@ -8,6 +8,7 @@
 import Foundation
 import HanekeProtocols
 import Images
+import ThumbnailJob
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, let concurrency = Int(arguments[2]), concurrency >= 1 else {
@@ -24,25 +25,3 @@ do {
     exit(1)
 }
 
-/// The same job as workload 8's in-process figure.
-enum ThumbnailJob {
-    static func run(files: [String], output: String, resizer: ImageResizer, concurrency: Int) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var next = 0
-            func add() {
-                let file = files[next]
-                next += 1
-                group.addTask {
-                    let data = try await IOExecutor.shared.run { try Data(contentsOf: URL(fileURLWithPath: file)) }
-                    let thumbnail = try await resizer.resize(Image(data: data))
-                    let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension + ".jpg"
-                    try await IOExecutor.shared.run { try thumbnail.data.write(to: URL(fileURLWithPath: output + "/" + name)) }
-                }
-            }
-            while next < min(concurrency, files.count) { add() }
-            while try await group.next() != nil {
-                if next < files.count { add() }
-            }
-        }
-    }
-}
