@@ -10,12 +10,9 @@ extension Shared {
     /// original from the original format — one request for concurrent misses in every format — and
     /// resizes it once, on the shared `IOExecutor`.
     ///
-    /// Making it starts libvips in the background on the shared `IOExecutor` (see
-    /// ``Image/startLibrary()``).
-    public static let imageCache: Cache<Image> = {
-        Vips.startInBackground(on: .shared)
-        return Cache<Image>(name: "shared-images", originalFormat: .images(name: Cache<Image>.originalFormatName))
-    }()
+    /// Making it starts libvips in the background on the shared `IOExecutor` (its original format,
+    /// ``Haneke/Format/images(name:diskCapacity:)``, does; see ``Image/startLibrary()``).
+    public static let imageCache = Cache<Image>(name: "shared-images", originalFormat: .images(name: Cache<Image>.originalFormatName))
 }
 
 extension Format where Value == Image {
