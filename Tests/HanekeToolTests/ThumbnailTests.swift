@@ -40,7 +40,7 @@ struct ThumbnailTests {
                 pixels[offset + 2] = UInt8((x + y) % 256)
             }
         }
-        return ToolPNG.png(width: width, height: height, rgb: pixels)
+        return PNGWriter.png(width: width, height: height, colorType: .rgb, pixels: pixels)
     }
 
     /// A JPEG of `png(width:height:)`, made by libvips through the Images module.
@@ -173,50 +173,3 @@ struct ThumbnailTests {
     }
 }
 
-/// A minimal PNG writer for the tool's tests: RGB, 8 bits a sample, no filtering, deflate's stored
-/// blocks (the Images tests have a fuller one).
-enum ToolPNG {
-    static func png(width: Int, height: Int, rgb pixels: [UInt8]) -> Data {
-        var scanlines: [UInt8] = []
-        scanlines.reserveCapacity((width * 3 + 1) * height)
-        for row in 0..<height {
-            scanlines.append(0)
-            scanlines += pixels[(row * width * 3)..<((row + 1) * width * 3)]
-        }
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let length = min(65_535, scanlines.count - offset)
-            let last: UInt8 = offset + length == scanlines.count ? 1 : 0
-            zlib += [last, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
-            zlib += scanlines[offset..<(offset + length)]
-            offset += length
-        } while offset < scanlines.count
-        var a: UInt32 = 1, b: UInt32 = 0
-        for byte in scanlines { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
-        zlib += bigEndian(b << 16 | a)
-        var data: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        data += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
-        data += chunk("IDAT", zlib)
-        data += chunk("IEND", [])
-        return Data(data)
-    }
-
-    private static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
-        let typed = Array(type.utf8) + body
-        return bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
-    }
-
-    private static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
-
-    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        return crc ^ 0xFFFF_FFFF
-    }
-}

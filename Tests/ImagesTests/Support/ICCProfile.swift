@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A small ICC (version 2) RGB display profile, written here: sRGB's primaries with red and green
 /// swapped, and a gamma of 2.2. A pixel that is pure red in an image carrying it is pure green once

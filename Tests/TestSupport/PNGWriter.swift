@@ -1,17 +1,18 @@
-import Foundation
+public import Foundation
 
-/// Writes PNG files byte by byte, for the tests: pixels as given (8 bits a sample, no filtering,
+/// Writes PNG files byte by byte, for the tests (the Images tests and the tool's): pixels as given (8 bits a sample, no filtering,
 /// deflate's stored blocks, so no compressor is needed), an optional ICC profile, or a header that
 /// declares any size at all.
-enum PNGWriter {
+public enum PNGWriter {
     /// The PNG colour types the tests use.
-    enum ColorType: UInt8 {
+    public enum ColorType: UInt8, Sendable {
         case gray = 0
         case rgb = 2
         case grayAlpha = 4
         case rgba = 6
 
-        var channels: Int {
+        /// The bytes of one pixel.
+        public var channels: Int {
             switch self {
             case .gray: 1
             case .rgb: 3
@@ -23,7 +24,7 @@ enum PNGWriter {
 
     /// A PNG of `width × height` pixels, `pixels` row by row (`channels` bytes each), with an
     /// `iCCP` chunk holding `iccProfile` when there is one.
-    static func png(width: Int, height: Int, colorType: ColorType, pixels: [UInt8], iccProfile: Data? = nil) -> Data {
+    public static func png(width: Int, height: Int, colorType: ColorType, pixels: [UInt8], iccProfile: Data? = nil) -> Data {
         let rowLength = width * colorType.channels
         precondition(pixels.count == rowLength * height, "\(pixels.count) bytes for \(width)×\(height) \(colorType)")
         var scanlines: [UInt8] = []
@@ -44,7 +45,7 @@ enum PNGWriter {
 
     /// A PNG whose header declares `width × height` RGB pixels, with valid checksums, followed by
     /// the pixels of one row only: what a decompression bomb looks like to a header reader.
-    static func declaring(width: Int, height: Int) -> Data {
+    public static func declaring(width: Int, height: Int) -> Data {
         let oneRow = [UInt8](repeating: 0, count: 1 + 3 * min(width, 1_024))
         var file = signature
         file += chunk("IHDR", header(width: width, height: height, colorType: .rgb))
@@ -66,7 +67,7 @@ enum PNGWriter {
     }
 
     /// A zlib stream of `bytes` in stored (uncompressed) deflate blocks, with its Adler-32.
-    static func zlibStored(_ bytes: [UInt8]) -> [UInt8] {
+    public static func zlibStored(_ bytes: [UInt8]) -> [UInt8] {
         var stream: [UInt8] = [0x78, 0x01]
         var start = 0
         repeat {
@@ -80,7 +81,8 @@ enum PNGWriter {
         return stream + bigEndian(adler32(bytes))
     }
 
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
+    /// `value` as four big-endian bytes, as PNG and Exif (in big-endian files) store integers.
+    public static func bigEndian(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 
@@ -90,7 +92,8 @@ enum PNGWriter {
         return value
     }
 
-    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+    /// The CRC-32 that closes every PNG chunk (over its type and data).
+    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
         ~bytes.reduce(~UInt32(0)) { crc, byte in crcTable[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
     }
 
