@@ -358,7 +358,7 @@ static int isNamed(const char *name, const char *const *names, size_t count) {
 static Wait classify(const Stack *stack) {
     static const char *const lockFunctions[] = {"pthread_mutex_lock", "pthread_mutex_timedlock", "___pthread_mutex_lock",
                                                 "__lll_lock_wait", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-                                                "_lockSlow"};
+                                                "_lockSlow", "__pthread_once_slow"};
     static const char *const nameFunctions[] = {"mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
                                                 "renameat", "renameat2", "stat", "stat64", "lstat", "lstat64",
                                                 "fstatat", "fstatat64", "__fstatat64", "statx", "access", "faccessat",
@@ -385,7 +385,7 @@ static Wait classify(const Stack *stack) {
                                                   "munmap", "__munmap", "mprotect", "__mprotect", "madvise", "__madvise",
                                                   "brk", "__brk", "sbrk", "__sbrk"};
     Wait wait = waitBlocking;
-    int decided = 0;
+    int decided = 0, lastLibcFrameWasSyscall = 0;
     // Frames above the handler and the trampoline: the first named one says what the thread waits
     // in; one of the allocator's among those in libc, that it waits for memory; the first outside
     // libc says who asked.
@@ -393,6 +393,7 @@ static Wait classify(const Stack *stack) {
         Dl_info info;
         if (!dladdr(stack->frames[index], &info) || !info.dli_fname) continue;
         int inLibc = endsWith(info.dli_fname, "/libc.so.6");
+        if (inLibc) lastLibcFrameWasSyscall = info.dli_sname && strcmp(info.dli_sname, "syscall") == 0;
         if (!decided && info.dli_sname) {
             const char *name = info.dli_sname;
             if (isNamed(name, lockFunctions, sizeof lockFunctions / sizeof *lockFunctions)
@@ -407,7 +408,14 @@ static Wait classify(const Stack *stack) {
         if (inLibc && info.dli_sname && isNamed(info.dli_sname, memoryFunctions, sizeof memoryFunctions / sizeof *memoryFunctions)) {
             wait = waitMemory;
         }
-        if (!inLibc) return endsWith(info.dli_fname, "/libTesting.so") ? waitFramework : wait;
+        if (!inLibc) {
+            if (endsWith(info.dli_fname, "/libTesting.so")) return waitFramework;
+            // The Swift runtime's own locks are futexes it waits on through libc's `syscall`: the
+            // one-time initialization of a global or a static (`swift_once`, which another thread
+            // runs for the length of the initializer) and its metadata caches.
+            if (endsWith(info.dli_fname, "/libswiftCore.so") && lastLibcFrameWasSyscall) return waitShort;
+            return wait;
+        }
     }
     return wait;
 }

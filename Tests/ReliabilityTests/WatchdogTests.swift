@@ -92,6 +92,23 @@ struct WatchdogTests {
         #expect(job.waitedForALock, "\(job.stack ?? "")")
     }
 
+    /// Waiting while another thread runs a global's initializer (the runtime's `swift_once`) is a
+    /// lock wait too: a busy machine can keep the initializing thread from a CPU.
+    @Test func aWaitForAGlobalsInitializerIsALockWait() async throws {
+        let thread = Thread { _ = slowlyInitializedGlobal }
+        thread.start()
+        _ = try await offThePool { slowInitializerStarted.wait() }
+        let job = try #require(
+            await Watchdog.measureCurrentJob {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(60)) { slowInitializerMayEnd.signal() }
+                #expect(slowlyInitializedGlobal == 42)
+            }
+        )
+        #expect(job.slept >= .milliseconds(20))
+        #expect(job.stack != nil)
+        #expect(job.waitedForALock, "\(job.stack ?? "")")
+    }
+
     /// A task that sleeps with `Task.sleep` gives its thread back: the next job runs on time.
     @Test func taskSleepIsNotBlocking() async throws {
         let start = ContinuousClock.now
@@ -101,3 +118,17 @@ struct WatchdogTests {
         #expect(job.slept < .milliseconds(1))
     }
 }
+
+/// Signalled when `slowlyInitializedGlobal`'s initializer has begun.
+private let slowInitializerStarted = DispatchSemaphore(value: 0)
+
+/// Signalled when `slowlyInitializedGlobal`'s initializer may return.
+private let slowInitializerMayEnd = DispatchSemaphore(value: 0)
+
+/// A global whose initializer lasts until it is told to end, so that a second thread that reads
+/// it meanwhile waits in `swift_once`.
+private let slowlyInitializedGlobal: Int = {
+    slowInitializerStarted.signal()
+    slowInitializerMayEnd.wait()
+    return 42
+}()
