@@ -54,6 +54,12 @@ public enum PNGWriter {
         return Data(file)
     }
 
+    /// `png` with a chunk of `type` holding `body` right after its header (IHDR), as `tRNS`,
+    /// `iCCP` and `eXIf` chunks go.
+    public static func inserting(_ type: String, _ body: [UInt8], into png: Data) -> Data {
+        png.prefix(33) + Data(chunk(type, body)) + png.dropFirst(33)
+    }
+
     private static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
     private static func header(width: Int, height: Int, colorType: ColorType) -> [UInt8] {
@@ -61,7 +67,7 @@ public enum PNGWriter {
     }
 
     /// A chunk: its length, its type, its data and the CRC-32 of type and data.
-    private static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+    public static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
         let typeAndBody = Array(type.utf8) + body
         return bigEndian(UInt32(body.count)) + typeAndBody + bigEndian(crc32(typeAndBody))
     }

@@ -30,19 +30,6 @@ enum Vips {
         var description: String { "libvips: \(message)" }
     }
 
-    /// What the header of an encoded image says.
-    struct Header {
-        /// The size as stored, before the EXIF orientation is applied.
-        var width: Int
-        var height: Int
-        var hasAlpha: Bool
-        /// The EXIF orientation, 1 to 8.
-        var orientation: Int
-        var hasColorProfile: Bool
-        /// libvips's loader, such as `jpegload_buffer`; empty if it did not say.
-        var loader: String
-    }
-
     /// What a resize should produce.
     struct Request {
         var width: Int
@@ -63,9 +50,10 @@ enum Vips {
         var hasAlpha: Bool
     }
 
-    /// Reads the header of `data` without decoding its pixels.
+    /// Reads the header of `data` without decoding its pixels: the format from the loader libvips
+    /// chose (`jpegload_buffer` → `jpeg`).
     /// The corresponding C function is `vips_image_new_from_buffer`.
-    static func header(of data: Data) throws(Failure) -> Header {
+    static func header(of data: Data) throws(Failure) -> ImageHeader {
         try start()
         var header = cvips_header()
         let status = data.withUnsafeBytes { bytes -> Int32 in
@@ -76,13 +64,13 @@ enum Vips {
         let loader = withUnsafeBytes(of: header.loader) { bytes in
             String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
         }
-        return Header(
+        return ImageHeader(
+            format: ImageFormat(loader: loader),
             width: Int(header.width),
             height: Int(header.height),
             hasAlpha: header.has_alpha != 0,
             orientation: Int(header.orientation),
-            hasColorProfile: header.has_icc_profile != 0,
-            loader: loader
+            hasColorProfile: header.has_icc_profile != 0
         )
     }
 

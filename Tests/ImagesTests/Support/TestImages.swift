@@ -87,15 +87,20 @@ enum TestImages {
     /// orientation: 6 means "turn a quarter clockwise to show".
     static func addingOrientation(_ orientation: UInt16, to jpeg: Data) -> Data {
         precondition(jpeg.starts(with: [0xFF, 0xD8]), "not a JPEG")
+        let body = Array("Exif".utf8) + [0, 0] + exifTIFF(orientation: orientation)
+        let length = UInt16(body.count + 2)
+        let segment: [UInt8] = [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + body
+        return jpeg.prefix(2) + Data(segment) + jpeg.dropFirst(2)
+    }
+
+    /// Exif's TIFF structure with one entry, the orientation, in big-endian byte order.
+    static func exifTIFF(orientation: UInt16) -> [UInt8] {
         var tiff: [UInt8] = Array("MM".utf8) + [0x00, 0x2A] + PNGWriter.bigEndian(8)   // big-endian, IFD0 at 8
         tiff += [0x00, 0x01]                                                           // one entry
         tiff += [0x01, 0x12, 0x00, 0x03] + PNGWriter.bigEndian(1)                     // Orientation, SHORT, 1 value
         tiff += [UInt8(orientation >> 8), UInt8(orientation & 0xFF), 0x00, 0x00]
         tiff += PNGWriter.bigEndian(0)                                                  // no next IFD
-        let body = Array("Exif".utf8) + [0, 0] + tiff
-        let length = UInt16(body.count + 2)
-        let segment: [UInt8] = [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + body
-        return jpeg.prefix(2) + Data(segment) + jpeg.dropFirst(2)
+        return tiff
     }
 
     /// A 1×1 GIF with one transparent pixel (the classic 43-byte spacer).
