@@ -115,10 +115,3 @@ struct DiskFetcherTests {
         #expect(try await fetcher.fetch("k") == contents)
     }
 }
-
-/// The process's peak resident memory so far, in bytes (`getrusage`).
-func peakMemory() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return usage.ru_maxrss * 1024   // kilobytes on Linux
-}

@@ -86,6 +86,27 @@ struct ImageTests {
         #expect(refused.message.contains("Refused to resize the \(bomb.count)-byte png image (60000×60000)"))
     }
 
+    /// Refusing a bomb or a truncated photo costs little memory: the process's peak grows by far
+    /// less than decoding would take (10.8 GB for the bomb). With no limit anywhere, libvips reads
+    /// the bomb's PNG a few rows at a time and stops where its data ends.
+    @Test func refusalsTakeBoundedMemory() async throws {
+        let bomb = PNGWriter.declaring(width: 60_000, height: 60_000)
+        let photo = try await TestImages.jpeg(from: TestImages.photo(width: 1_600, height: 1_200))
+        let truncated = try Image(data: photo.prefix(photo.count / 2))
+        let unlimited = try Image(data: bomb, pixelLimit: nil)
+        let before = peakMemory()
+        #expect(throws: StoreError.self) { try Image(data: bomb) }
+        await #expect(throws: StoreError.self) { try await ImageResizer(size: .init(width: 256, height: 256)).resize(unlimited) }
+        await #expect(throws: StoreError.self) {
+            try await ImageResizer(size: .init(width: 256, height: 256), pixelLimit: nil).resize(unlimited)
+        }
+        await #expect(throws: StoreError.self) { try await ImageResizer(size: .init(width: 256, height: 256)).resize(truncated) }
+        // The margin leaves room for the tests running beside this one (the peak is the process's).
+        let growth = peakMemory() - before
+        #expect(growth < 256 << 20, "the peak memory grew by \(growth) bytes")
+        print("images: refusing a 60,000×60,000 PNG (with and without a pixel limit) and a truncated 1600×1200 JPEG grew the process's peak memory by \(growth >> 20) MiB")
+    }
+
     @Test func thePixelLimitIsYours() throws {
         let png = TestImages.solid(width: 40, height: 30, TestImages.green)
         #expect(throws: StoreError.self) { try Image(data: png, pixelLimit: 1_000) }

@@ -217,7 +217,7 @@ enum ThumbnailBenchmarks {
                 baseline: Figure(label: "Cache<Data>, same bytes", value: data, unit: "µs"),
                 ratio: data / image, goal: "≤ 1.3× Data", met: image <= 1.3 * data,
                 note: fromDisk
-                    ? String(format: "p50 of %d keys × %d rounds, %d-byte JPEGs on average; an image hit from disk also reads its header (format, size, alpha) with libvips", keyCount, max(3, scale.rounds), averageBytes)
+                    ? String(format: "p50 of %d keys × %d rounds, %d-byte JPEGs on average; an image hit from disk also reads its header (format, size, alpha), in Swift", keyCount, max(3, scale.rounds), averageBytes)
                     : nil
             ))
         }
