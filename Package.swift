@@ -82,7 +82,7 @@ let package = Package(
         // Not in the umbrella: an app that caches no images links no image library (the tool does,
         // for `haneke thumbnail`). It depends on the umbrella (no SwiftNIO) for `Shared.imageCache`
         // and `Format.resizing`.
-        .target(name: "Images", dependencies: ["HanekeProtocols", "Haneke", "CVips"]),
+        .target(name: "Images", dependencies: ["HanekeProtocols", "Haneke", "CVips", .product(name: "Logging", package: "swift-log")]),
 
         // MARK: - Umbrella
 
@@ -215,7 +215,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagesTests",
-            dependencies: ["Images", "Haneke", "HanekeProtocols", "HanekeTesting", "MemoryStore", "LoopbackHTTPServer", "TestSupport"]
+            dependencies: [
+                "Images", "Haneke", "HanekeProtocols", "HanekeTesting", "MemoryStore", "LoopbackHTTPServer", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
         .testTarget(

@@ -61,6 +61,11 @@ int vips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, ...);
 void g_object_unref(void *object);
 void g_free(void *mem);
 
+/// GLib's log handler (`GLogFunc`, its level flags as an int) and the call that installs one for a
+/// log domain.
+typedef void (*cvips_log_func)(const char *log_domain, int log_level, const char *message, void *user_data);
+unsigned int g_log_set_handler(const char *log_domain, int log_levels, cvips_log_func log_func, void *user_data);
+
 /// libvips's enumerations, as their values (scripts/check-vips-shim compares them with the header's).
 enum {
     CVIPS_ACCESS_SEQUENTIAL = 1,    // VIPS_ACCESS_SEQUENTIAL
@@ -69,6 +74,9 @@ enum {
     CVIPS_SIZE_BOTH = 0,            // VIPS_SIZE_BOTH
     CVIPS_SIZE_FORCE = 3,           // VIPS_SIZE_FORCE
     CVIPS_FORMAT_USHORT = 2,        // VIPS_FORMAT_USHORT
+    CVIPS_LOG_LEVEL_WARNING = 1 << 4,   // G_LOG_LEVEL_WARNING
+    CVIPS_LOG_LEVEL_MESSAGE = 1 << 5,   // G_LOG_LEVEL_MESSAGE
+    CVIPS_LOG_LEVEL_INFO = 1 << 6,      // G_LOG_LEVEL_INFO
 };
 
 /// libvips's names for an embedded ICC profile and for the loader that read an image.
@@ -77,11 +85,14 @@ enum {
 
 // MARK: - Wrappers
 
-/// Starts libvips once per process (the caller makes sure of "once") and applies the settings the
-/// Images module chose: `concurrency` worker threads per image (0 leaves libvips's own choice, which
+/// Starts libvips once per process (the caller makes sure of "once") with its warnings sent to `log`,
+/// and applies the settings the Images module chose: `concurrency` worker threads per image (0 leaves libvips's own choice, which
 /// follows `VIPS_CONCURRENCY`), no operation cache, and no loader that libvips marks as untrusted.
 /// Returns 0, or -1 with the reason in libvips's error buffer.
-static inline int cvips_start(const char *program, int concurrency) {
+static inline int cvips_start(const char *program, int concurrency, cvips_log_func log) {
+    // libvips's warnings and messages (log domain "VIPS") go to `log` rather than to standard
+    // error, where GLib's default handler writes them.
+    g_log_set_handler("VIPS", CVIPS_LOG_LEVEL_WARNING | CVIPS_LOG_LEVEL_MESSAGE | CVIPS_LOG_LEVEL_INFO, log, NULL);
     if (vips_init(program) != 0) return -1;
     if (concurrency > 0) vips_concurrency_set(concurrency);
     // The operation cache would keep recent operations, their decoded images and the buffers they

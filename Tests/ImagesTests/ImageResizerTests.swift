@@ -1,6 +1,7 @@
 import Foundation
 import Haneke
 import HanekeProtocols
+import Logging
 @testable import Images
 import Synchronization
 import Testing
@@ -149,9 +150,19 @@ struct ImageResizerTests {
         let jpeg = try await TestImages.jpeg(from: TestImages.photo(width: 320, height: 240))
         let truncated = try Image(data: jpeg.prefix(jpeg.count / 2))
         #expect(truncated.size == ImageSize(width: 320, height: 240))
+        let capture = LogCapture()
+        let previous = Vips.logger.withLock { logger in
+            defer { logger = capture.logger }
+            return logger
+        }
+        defer { Vips.logger.withLock { $0 = previous } }
         let error = try await #require(throws: StoreError.self) {
             try await ImageResizer(size: .init(width: 64, height: 64)).resize(truncated)
         }
+        // libvips's warnings on the way went to the logger, at debug level, not to standard error.
+        let warnings = capture.entries.filter { $0.message.hasPrefix("libvips: ") }
+        #expect(!warnings.isEmpty)
+        #expect(warnings.allSatisfy { $0.level == .debug })
         #expect(error.code == .decoding)
         #expect(error.message.contains("Could not resize the \(jpeg.count / 2)-byte jpeg image (320×240) to a 64×48 jpeg"))
         #expect("\(error)".contains("(cause: libvips: "))

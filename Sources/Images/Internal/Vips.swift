@@ -1,5 +1,7 @@
 import Foundation
 import HanekeProtocols
+import Logging
+import Synchronization
 internal import CVips
 
 /// libvips, the image library under this module: the only Swift file that imports `CVips`, and no
@@ -22,7 +24,8 @@ internal import CVips
 ///   as not fit for hostile input (SVG, PDF, JPEG 2000, JPEG XL, ImageMagick, …) are refused.
 ///
 /// libvips's error messages are kept in one buffer for the whole process (libvips 8.14): a failure
-/// takes the messages there, so two failing at once may each see some of the other's.
+/// takes the messages there, so two failing at once may each see some of the other's. Its warnings
+/// go to ``logger`` at level `debug`, not to standard error.
 enum Vips {
     /// What libvips said when an operation failed.
     struct Failure: Error, CustomStringConvertible {
@@ -131,11 +134,22 @@ enum Vips {
 
     /// Whether libvips started: a static `let` is initialised once, thread-safely, on first use.
     private static let started: Failure? = {
-        guard cvips_start("haneke", concurrency) == 0 else {
+        let log: cvips_log_func = { _, level, message, _ in
+            guard let message else { return }
+            let text = String(cString: message)
+            Vips.logger.withLock { $0 }.debug("libvips: \(text)", metadata: ["level": "\(Int(level) & CVIPS_LOG_LEVEL_WARNING != 0 ? "warning" : "message")"])
+        }
+        guard cvips_start("haneke", concurrency, log) == 0 else {
             return takeFailure(or: "vips_init failed")
         }
         return nil
     }()
+
+    /// Where libvips's warnings go — a damaged file's "Premature end of JPEG file", "error in tile
+    /// 0 x 10" — at level `debug`, rather than to standard error: the failure they explain is
+    /// thrown with libvips's error message already. The label is `haneke.images`; tests swap in
+    /// a logger of their own.
+    static let logger = Mutex(Logger(label: "haneke.images"))
 
     /// Starts libvips if it has not started, blocking the calling thread for 50–80 ms the first
     /// time (and any thread that calls meanwhile, until it has); at once afterwards.
