@@ -7,8 +7,9 @@ public import HanekeProtocols
 /// Making an `Image` reads the file's header only: no pixel is decoded. JPEG, PNG and WebP headers
 /// are read in Swift, in under a microsecond (so a cached image's disk hit costs little more than
 /// its file read); other formats, and any header out of the ordinary, through libvips, in tens of
-/// microseconds. Only the header is checked: damage further in is found when the image is decoded
-/// (``ImageResizer`` throws then). An image whose header declares more pixels than a limit
+/// microseconds — and the first such read starts libvips if nothing has (50–80 ms, on the calling
+/// thread; ``startLibrary()`` at launch avoids that). Only the header is checked: damage further
+/// in is found when the image is decoded (``ImageResizer`` throws then). An image whose header declares more pixels than a limit
 /// (``defaultPixelLimit``, 100 megapixels, unless you pass another) is refused from that header,
 /// before anything is allocated for its pixels, so a decompression bomb — a few bytes that declare
 /// 60,000 × 60,000 pixels — costs nothing.
