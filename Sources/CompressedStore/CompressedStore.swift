@@ -45,8 +45,22 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// - Throws: `StoreError` with code `corrupted` or `decompressionLimitExceeded`; what `base` throws.
     @inlinable
     public func value(forKey key: Key) async throws -> Data? {
-        guard let frame = try await base.value(forKey: key) else { return nil }
-        return try coder.decode(frame, key: key)
+        try await base.value(forKey: key, transformedBy: { [coder] frame in try coder.decode(frame, key: key) })
+    }
+
+    /// Reads the frame for `key`, decompresses it and passes the bytes through `transform`, where
+    /// `base` reads (on a `FileStore`'s I/O executor, in the job that read the file).
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the decompressed bytes.
+    /// - Returns: What `transform` made of them, or `nil` on a miss.
+    /// - Throws: As ``value(forKey:)``; what `transform` throws.
+    @inlinable
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await base.value(forKey: key, transformedBy: { [coder] frame in try transform(coder.decode(frame, key: key)) })
     }
 
     /// Compresses `value` into one frame and stores it.

@@ -325,6 +325,22 @@ public final class FileStore: Store {
         try await executor.run { try self.readValue(forKey: key) }
     }
 
+    /// Reads the file for `key` and passes its bytes through `transform`, both in one job of the I/O
+    /// executor: a `CompressedStore` or a `CodedStore` over this store decompresses and decodes
+    /// there, and the caller's task resumes once, with the result.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the stored bytes, on the executor.
+    /// - Returns: What `transform` made of them, or `nil` on a miss.
+    /// - Throws: `StoreError` with code `io`; what `transform` throws; `CancellationError` if
+    ///   cancelled before it ran.
+    public func value<Transformed: Sendable>(
+        forKey key: String,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await executor.run { try self.readValue(forKey: key).map(transform) }
+    }
+
     /// Stores `value` for `key`, writing the file on the I/O executor.
     /// - Parameters:
     ///   - value: The bytes to store.

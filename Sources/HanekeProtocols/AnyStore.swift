@@ -23,6 +23,19 @@ public struct AnyStore<Key: Hashable & Sendable, Value: Sendable>: Store {
         try await base.value(forKey: key)
     }
 
+    /// Reads from the wrapped store through `transform`, where the wrapped store reads.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: What `transform` made of it, or `nil`.
+    /// - Throws: What the wrapped store or `transform` throw.
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await base.value(forKey: key, transformedBy: transform)
+    }
+
     /// Writes to the wrapped store.
     /// - Parameters:
     ///   - value: The value to store.

@@ -33,7 +33,27 @@ where Base.Value == Data, Codec.Value: Sendable {
     /// - Throws: `StoreError` with code `decoding` when the bytes do not decode; what `base` throws.
     @inlinable
     public func value(forKey key: Key) async throws -> Value? {
-        guard let data = try await base.value(forKey: key) else { return nil }
+        try await base.value(forKey: key, transformedBy: { [self] data in try decode(data, key: key) })
+    }
+
+    /// Reads the bytes for `key`, decodes them and passes the value through `transform`, where
+    /// `base` reads (on a `FileStore`'s I/O executor, in the job that read the file).
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the decoded value.
+    /// - Returns: What `transform` made of it, or `nil` on a miss.
+    /// - Throws: As ``value(forKey:)``; what `transform` throws.
+    @inlinable
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await base.value(forKey: key, transformedBy: { [self] data in try transform(decode(data, key: key)) })
+    }
+
+    /// Decodes the bytes read for `key`, as a `StoreError` with code `decoding` when they do not.
+    @inlinable
+    func decode(_ data: Data, key: Key) throws -> Value {
         do {
             return try codec.decode(data)
         } catch {

@@ -33,6 +33,22 @@ public struct CountingStore<Base: Store>: Store {
         return value
     }
 
+    /// Reads from `base` through `transform`, where `base` reads, counting a hit, a miss or an
+    /// error (an error of `transform` too).
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: What `transform` made of it, or `nil`.
+    /// - Throws: What `base` or `transform` throw.
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        let value = try await counting { try await base.value(forKey: key, transformedBy: transform) }
+        counter.recordRead(value != nil)
+        return value
+    }
+
     /// Writes to `base`, counting a write or an error.
     /// - Parameters:
     ///   - value: The value to store.

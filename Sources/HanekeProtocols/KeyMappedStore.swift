@@ -26,6 +26,19 @@ public struct KeyMappedStore<Base: Store, Key: Hashable & Sendable>: Store {
         try await base.value(forKey: transform(key))
     }
 
+    /// Reads the translated key from `base` through `transform`, where `base` reads.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: What `transform` made of it, or `nil`.
+    /// - Throws: What the key translation, `base` or `transform` throw.
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await base.value(forKey: self.transform(key), transformedBy: transform)
+    }
+
     /// Writes under the translated key.
     /// - Parameters:
     ///   - value: The value to store.

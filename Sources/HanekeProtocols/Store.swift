@@ -22,6 +22,23 @@ public protocol Store<Key, Value>: Sendable {
     /// - Throws: `StoreError` when the store failed (not when the key is missing).
     func value(forKey key: Key) async throws -> Value?
 
+    /// Returns the value stored for `key` passed through `transform`, or `nil` when there is none,
+    /// in one step: a store that reads on threads of its own runs `transform` there, right after the
+    /// read (`FileStore` does, on its I/O executor), so that a decorator's decompression or decoding
+    /// runs off the caller's thread and costs no second hop. The default reads, then transforms.
+    ///
+    /// Decorators (``CodedStore``, `CompressedStore`, ``AnyStore``, …) implement this by adding
+    /// their own step to `transform` and passing it to their base.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the stored value: it runs once, on a hit.
+    /// - Returns: What `transform` made of the value, or `nil` on a miss.
+    /// - Throws: `StoreError` when the store failed; what `transform` throws.
+    func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed?
+
     /// Stores `value` for `key`, replacing any previous value.
     /// - Parameters:
     ///   - value: The value to store.
@@ -49,4 +66,18 @@ public protocol Store<Key, Value>: Sendable {
 extension Store {
     /// A store that counts nothing reports no layers.
     public var layerStatistics: [LayerStatistics] { [] }
+
+    /// Reads the value for `key`, then passes it through `transform` on the caller's thread.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the stored value.
+    /// - Returns: What `transform` made of the value, or `nil` on a miss.
+    /// - Throws: What ``value(forKey:)`` or `transform` throw.
+    @inlinable
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await value(forKey: key).map(transform)
+    }
 }

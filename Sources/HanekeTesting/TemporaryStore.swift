@@ -36,6 +36,19 @@ public struct TemporaryStore<Base: Store>: Store {
         try await base.value(forKey: key)
     }
 
+    /// Reads from the store through `transform`, where the store reads.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: What `transform` made of it, or `nil`.
+    /// - Throws: What the store or `transform` throw.
+    public func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await base.value(forKey: key, transformedBy: transform)
+    }
+
     /// Writes to the store.
     /// - Parameters:
     ///   - value: The value to store.

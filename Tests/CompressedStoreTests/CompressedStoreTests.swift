@@ -50,6 +50,42 @@ struct CompressedStoreTests {
         #expect(try await bytes.compressed().value(forKey: "k") == (try fixture(originalName)))
     }
 
+    /// A warm read of `memory → coded(compressed(FileStore))` reads, decompresses and decodes in
+    /// one job of the store's I/O executor, and the caller resumes once, with the value.
+    @Test func aReadOverAFileStoreDecompressesAndDecodesOnItsExecutor() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = IOExecutor(width: 1)
+        let disk = try FileStore(directory: directory.path, executor: executor)
+        let seen = Locked<[Bool]>([])
+        let codec = ThreadNotingCodec(executor: executor, seen: seen)
+        let store = disk.compressed().coded(with: codec)
+        try await store.setValue(Self.text(10_000), forKey: "k")
+        seen.withLock { $0.removeAll() }
+
+        #expect(try await store.value(forKey: "k") == Self.text(10_000))
+        #expect(seen.withLock { $0 } == [true], "decoded on the executor that read the file")
+
+        // Through a chain and a type-erased store, as a Cache's format stacks them.
+        let chain = MemoryStore<String, Data>().chained(to: store).eraseToAnyStore()
+        #expect(try await chain.value(forKey: "k") == Self.text(10_000))
+        #expect(seen.withLock { $0 } == [true, true])
+
+        // What the caller's transform throws comes out as it was; the file store counts no error.
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await store.value(forKey: "k", transformedBy: { _ -> Int in throw Refused() })
+        }
+        #expect(disk.statistics.errors == 0)
+        #expect(try await store.value(forKey: "missing", transformedBy: { _ in 1 }) == nil)
+
+        // A damaged frame is the compressed store's error, thrown from the executor's job.
+        var frame = try #require(try await disk.value(forKey: "k"))
+        frame[frame.startIndex + frame.count / 2] ^= 0xFF
+        try await disk.setValue(frame, forKey: "k")
+        let error = await #expect(throws: StoreError.self) { try await store.value(forKey: "k") }
+        #expect(error?.code == .corrupted, "\(String(describing: error))")
+    }
+
     @Test(.tags(.process)) func framesThisStoreWritesDecodeWithTheLZ4Tool() async throws {
         let lz4 = try #require(Self.lz4Tool, "the lz4 tool is missing: make test installs it")
         let directory = try TemporaryDirectory()
@@ -338,5 +374,18 @@ struct CompressedStoreTests {
         #expect(try await chain.fetch("fetched") == big)
         #expect(calls.withLock { $0 } == 1)
         #expect(compressed.layerStatistics.contains { $0.statistics.errors > 0 })
+    }
+}
+
+/// A codec of bytes as they are that notes, on each decode, whether it ran on `executor`.
+private struct ThreadNotingCodec: DataCodec {
+    let executor: IOExecutor
+    let seen: Locked<[Bool]>
+
+    func encode(_ value: Data) throws -> Data { value }
+
+    func decode(_ data: Data) throws -> Data {
+        seen.withLock { $0.append(executor.isCurrent) }
+        return data
     }
 }

@@ -139,6 +139,20 @@ struct CacheTests {
         #expect(!IOExecutor.shared.isCurrent)
     }
 
+    /// A warm read (in the cache's files, not in memory) reads the file, decompresses and decodes
+    /// in one job of the I/O executor; the fetch resumes once, with the value.
+    @Test func aWarmReadDecodesOnTheIOExecutor() async throws {
+        let cache = Cache<ThreadNotingValue>(name: "noting", directory: directory.appending("noting"))
+        try await cache.set(ThreadNotingValue(text: "warm"), forKey: "k")
+        try await cache.flush()
+        cache.removeAllFromMemory()
+        ThreadNotingValue.decodedOnExecutor.withLock { $0.removeAll() }
+        #expect(try await cache.fetch(key: "k").text == "warm")
+        #expect(ThreadNotingValue.decodedOnExecutor.withLock { $0 } == [true])
+        #expect(try await cache.fetch(key: "k").text == "warm", "from memory now")
+        #expect(ThreadNotingValue.decodedOnExecutor.withLock { $0 } == [true])
+    }
+
     @Test func theTransformRunsOnceForConcurrentFetchesOfOneKey() async throws {
         let runs = Locked(0)
         let cache = makeCache()
@@ -445,4 +459,17 @@ struct CacheTests {
         #expect(found >= 6)
         print("limits: 40 values of 1 MiB under a memory cost limit of 8 MiB: JSON \(jsonMemory.statistics.evictions) evictions, Codable \(articleMemory.statistics.evictions) evictions, \(found) left in memory")
     }
+}
+
+/// A value that notes, each time it is decoded, whether that ran on the shared I/O executor.
+struct ThreadNotingValue: DataConvertible, DataRepresentable, Sendable {
+    static let decodedOnExecutor = Locked<[Bool]>([])
+    var text: String
+
+    static func convertFromData(_ data: Data) throws -> ThreadNotingValue {
+        decodedOnExecutor.withLock { $0.append(IOExecutor.shared.isCurrent) }
+        return ThreadNotingValue(text: String(decoding: data, as: UTF8.self))
+    }
+
+    func asData() throws -> Data { Data(text.utf8) }
 }

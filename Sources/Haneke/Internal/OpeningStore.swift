@@ -49,6 +49,14 @@ final class OpeningStore<Base: Store>: Store {
         return try await base.value(forKey: key)
     }
 
+    func value<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> Transformed? {
+        guard let base = await base else { return nil }
+        return try await base.value(forKey: key, transformedBy: transform)
+    }
+
     func setValue(_ value: Value, forKey key: Key) async throws {
         try await base?.setValue(value, forKey: key)
     }
