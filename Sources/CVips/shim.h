@@ -85,9 +85,10 @@ enum {
 
 // MARK: - Wrappers
 
-/// Starts libvips once per process (the caller makes sure of "once") with its warnings sent to `log`,
-/// and applies the settings the Images module chose: `concurrency` worker threads per image (0 leaves libvips's own choice, which
-/// follows `VIPS_CONCURRENCY`), no operation cache, and no loader that libvips marks as untrusted.
+/// Starts libvips once per process (the caller makes sure of "once") with its warnings sent to
+/// `log`, and applies the settings the Images module chose: `concurrency` worker threads per image
+/// (0 leaves libvips's own choice, which follows `VIPS_CONCURRENCY`), no operation cache, and no
+/// loader that libvips marks as untrusted.
 /// Returns 0, or -1 with the reason in libvips's error buffer.
 static inline int cvips_start(const char *program, int concurrency, cvips_log_func log) {
     // libvips's warnings and messages (log domain "VIPS") go to `log` rather than to standard

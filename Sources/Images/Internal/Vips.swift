@@ -134,10 +134,12 @@ enum Vips {
 
     /// Whether libvips started: a static `let` is initialised once, thread-safely, on first use.
     private static let started: Failure? = {
+        // Called on whichever thread libvips warns from; logs with no lock held.
         let log: cvips_log_func = { _, level, message, _ in
             guard let message else { return }
             let text = String(cString: message)
-            Vips.logger.withLock { $0 }.debug("libvips: \(text)", metadata: ["level": "\(Int(level) & CVIPS_LOG_LEVEL_WARNING != 0 ? "warning" : "message")"])
+            let kind = Int(level) & CVIPS_LOG_LEVEL_WARNING != 0 ? "warning" : "message"
+            Vips.logger.withLock { $0 }.debug("libvips: \(text)", metadata: ["level": "\(kind)"])
         }
         guard cvips_start("haneke", concurrency, log) == 0 else {
             return takeFailure(or: "vips_init failed")
