@@ -34,7 +34,7 @@ struct ImageHeader: Equatable {
                 header = readJPEG(bytes)
             } else if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
                 header = readPNG(bytes)
-            } else if bytes.starts(with: Array("RIFF".utf8)), bytes.matches(Array("WEBP".utf8), at: 8) {
+            } else if bytes.starts(with: Signature.riff), bytes.matches(Signature.webp, at: 8) {
                 header = readWebP(bytes)
             } else {
                 header = nil
@@ -109,11 +109,11 @@ struct ImageHeader: Equatable {
             case 0xDD:
                 // The restart interval: two bytes.
                 guard bodyLength == 2 else { return nil }
-            case 0xE1 where bytes.matches(Array("Exif\0\0".utf8), at: body) && bodyLength >= 6:
+            case 0xE1 where bytes.matches(Signature.exif, at: body) && bodyLength >= 6:
                 exifSegments += 1
                 guard exifSegments == 1, let value = exifOrientation(bytes, tiff: body + 6, end: body + bodyLength) else { return nil }
                 orientation = value
-            case 0xE2 where bytes.matches(Array("ICC_PROFILE".utf8), at: body) && bodyLength > 14:
+            case 0xE2 where bytes.matches(Signature.iccProfile, at: body) && bodyLength > 14:
                 // libvips assembles a profile from the segments named so (the name's first 11
                 // letters) that hold more than the name and two counters, from the first on: it
                 // has one when the first segment is there.
@@ -164,7 +164,7 @@ struct ImageHeader: Equatable {
     /// Reads the IHDR chunk, then the chunks before the image data for transparency (`tRNS`), a
     /// colour profile (`iCCP`) and EXIF (`eXIf`), checking each one's CRC as the PNG decoder does.
     private static func readPNG(_ bytes: Bytes) -> ImageHeader? {
-        guard bytes.bigEndian32(at: 8) == 13, bytes.matches(Array("IHDR".utf8), at: 12),
+        guard bytes.bigEndian32(at: 8) == 13, bytes.matches(Signature.ihdr, at: 12),
               let width = bytes.bigEndian32(at: 16), let height = bytes.bigEndian32(at: 20),
               let depth = bytes.byte(at: 24), let colorType = bytes.byte(at: 25),
               bytes.byte(at: 26) == 0, bytes.byte(at: 27) == 0, let interlace = bytes.byte(at: 28), interlace <= 1,
@@ -191,9 +191,7 @@ struct ImageHeader: Equatable {
             case "iCCP":
                 hasColorProfile = true
             case "eXIf":
-                // The TIFF structure, sometimes after an `Exif\0\0` prefix that libvips accepts too.
-                let tiff = bytes.matches(Array("Exif\0\0".utf8), at: body) ? body + 6 : body
-                guard let value = exifOrientation(bytes, tiff: tiff, end: body + length) else { return nil }
+                guard let value = exifOrientation(bytes, tiff: tiffStart(bytes, at: body), end: body + length) else { return nil }
                 orientation = value
             default:
                 // Ancillary chunks (a lower-case first letter) are skipped; a critical one other
@@ -273,8 +271,7 @@ struct ImageHeader: Equatable {
                 case "ANIM", "ANMF", "VP8X":
                     return nil
                 case "EXIF" where hasEXIF:
-                    let tiff = bytes.matches(Array("Exif\0\0".utf8), at: chunk) ? chunk + 6 : chunk
-                    guard let value = exifOrientation(bytes, tiff: tiff, end: chunk + size) else { return nil }
+                    guard let value = exifOrientation(bytes, tiff: tiffStart(bytes, at: chunk), end: chunk + size) else { return nil }
                     orientation = value
                 default:
                     break
@@ -314,6 +311,12 @@ struct ImageHeader: Equatable {
 
     // MARK: - EXIF
 
+    /// Where the TIFF structure of an EXIF chunk (PNG's `eXIf`, WebP's `EXIF`) starts: at `offset`,
+    /// or after an `Exif\0\0` prefix that some writers put there and libvips accepts too.
+    private static func tiffStart(_ bytes: Bytes, at offset: Int) -> Int {
+        bytes.matches(Signature.exif, at: offset) ? offset + Signature.exif.count : offset
+    }
+
     /// The orientation in the first IFD of the TIFF structure at `tiff` (1 when it has none), or
     /// `nil` when the structure is not one to read without libexif's judgement.
     private static func exifOrientation(_ bytes: Bytes, tiff: Int, end: Int) -> Int? {
@@ -341,6 +344,15 @@ struct ImageHeader: Equatable {
         }
         return orientation ?? 1
     }
+}
+
+/// The fixed byte strings the reader compares, made once rather than on every read.
+private enum Signature {
+    static let riff = Array("RIFF".utf8)
+    static let webp = Array("WEBP".utf8)
+    static let ihdr = Array("IHDR".utf8)
+    static let exif = Array("Exif\0\0".utf8)
+    static let iccProfile = Array("ICC_PROFILE".utf8)
 }
 
 /// Bounds-checked reads from an image's bytes: every read past the end is `nil`.
