@@ -122,19 +122,18 @@ struct ImageHeaderTests {
     static func extendedWebP(_ webp: Data, orientation: UInt16, profile: Data) throws -> Data {
         let image = try lossyChunk(of: webp)
         let header = try #require(ImageHeader.read(webp))
-        var payload = Array("WEBP".utf8)
-        payload += chunk("VP8X", [0x28, 0, 0, 0] + littleEndian(header.width - 1, 3) + littleEndian(header.height - 1, 3))
-        payload += chunk("ICCP", Array(profile))
-        payload += Array(image)
-        payload += chunk("EXIF", TestImages.exifTIFF(orientation: orientation))
-        return Data(Array("RIFF".utf8) + littleEndian(payload.count, 4) + payload)
+        return riff(
+            chunk("VP8X", [0x28, 0, 0, 0] + littleEndian(header.width - 1, 3) + littleEndian(header.height - 1, 3))
+                + chunk("ICCP", Array(profile))
+                + image
+                + chunk("EXIF", TestImages.exifTIFF(orientation: orientation))
+        )
     }
 
     /// `webp`'s lossy bitstream alone in its container: a simple WebP (libvips writes extended
     /// ones).
     static func simpleWebP(_ webp: Data) throws -> Data {
-        let payload = Array("WEBP".utf8) + (try lossyChunk(of: webp))
-        return Data(Array("RIFF".utf8) + littleEndian(payload.count, 4) + payload)
+        riff(try lossyChunk(of: webp))
     }
 
     /// The `VP8 ` chunk of a WebP file, header and padding included.
@@ -150,6 +149,12 @@ struct ImageHeaderTests {
         throw StoreError(.decoding, "no VP8 chunk in \(webp.count) bytes")
     }
 
+    /// A WebP file of `chunks`: the RIFF container with its size and the `WEBP` form type.
+    static func riff(_ chunks: [UInt8]) -> Data {
+        let payload = Array("WEBP".utf8) + chunks
+        return Data(Array("RIFF".utf8) + littleEndian(payload.count, 4) + payload)
+    }
+
     static func littleEndian(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(value >> (8 * $0) & 0xFF) } }
 
     static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
@@ -162,9 +167,7 @@ struct ImageHeaderTests {
         let bits = (width - 1) | (height - 1) << 14 | (alpha ? 1 << 28 : 0)
         var body: [UInt8] = [0x2F] + (0..<4).map { UInt8(bits >> (8 * $0) & 0xFF) }
         body += [UInt8](repeating: 0, count: 27)
-        let chunk = Array("VP8L".utf8) + [UInt8(body.count), 0, 0, 0] + body
-        let payload = Array("WEBP".utf8) + chunk
-        return Data(Array("RIFF".utf8) + [UInt8(payload.count), 0, 0, 0] + payload)
+        return riff(chunk("VP8L", body))
     }
 
     /// A copy of `data` cut short, with one to three bytes changed in its first 256, or with a run
