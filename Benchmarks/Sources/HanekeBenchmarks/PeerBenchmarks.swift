@@ -189,7 +189,9 @@ enum PeerBenchmarks {
         for round in 0..<rounds {
             let peerFirst = round % 2 == 1
             if peerFirst { try await peerRound() }
-            for engine in engines {
+            // The engines take turns at going first: a store written right after another measured
+            // slower sets on this machine (the file system's journal still busy with the first).
+            for engine in engines.rotated(by: round) {
                 let folder = scratch + "/\(engine.name.filter(\.isLetter))-\(shape.size)-\(shape.json)-\(round)"
                 folders[engine.name] = folder
                 try await swiftRound(engine, folder: folder, round: round)
@@ -350,6 +352,15 @@ enum PeerBenchmarks {
     }
 
     static func mean(_ values: [Double]) -> Double { values.isEmpty ? .nan : values.reduce(0, +) / Double(values.count) }
+}
+
+extension Array {
+    /// The elements from `offset` (modulo the count) on, then the ones before it.
+    func rotated(by offset: Int) -> [Element] {
+        guard !isEmpty else { return self }
+        let start = offset % count
+        return Array(self[start...] + self[..<start])
+    }
 }
 
 /// Workload 9's keys and values, the same on both sides: made here from a seed and written to a file
