@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "MemoryStore", targets: ["MemoryStore"]),
         .library(name: "FileStore", targets: ["FileStore"]),
         .library(name: "CompressedStore", targets: ["CompressedStore"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "RedisStore", targets: ["RedisStore"]),
         .library(name: "Images", targets: ["Images"]),
@@ -45,6 +46,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+
+        // The system SQLite and xxHash (Debian: libsqlite3-dev, libxxhash-dev), for small values.
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev", "libxxhash-dev"])]),
+        .target(
+            name: "SQLiteStore",
+            dependencies: ["HanekeProtocols", "FileStore", "CSQLite", .product(name: "Logging", package: "swift-log")]
         ),
 
         .systemLibrary(
@@ -91,7 +99,7 @@ let package = Package(
             dependencies: [
                 // Not RedisStore: it brings SwiftNIO, a third more to build for every app that
                 // only wants a Cache (README, "Use it in your package"); Redis users add its product.
-                "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore", "Formats",
+                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -181,6 +189,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting", "TestSupport"]),
+        .testTarget(
+            name: "SQLiteStoreTests",
+            dependencies: ["SQLiteStore", "FileStore", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
         .testTarget(
             name: "HanekeTests",

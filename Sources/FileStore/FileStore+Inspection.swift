@@ -149,6 +149,8 @@ extension FileStore {
                     metadataSize += status.allocated
                 case .shard(_, let status):
                     foldersSize += status.allocated
+                case .smallValues:
+                    break   // SQLiteStore's: it inspects its own database
                 case .entry(let digest, let status):
                     candidates.append(FoundFile(digest: digest, size: status.size, allocated: status.allocated, modified: status.modified, identity: status.identity))
                 case .temporary(let location, let writer, let status):

@@ -255,6 +255,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
             var total = 0
             for stack in formats.withLock({ Array($0.values) }) {
                 total += await stack.disk?.base?.totalSize ?? 0
+                total += await stack.small?.base?.totalSize ?? 0
             }
             return total
         }
@@ -273,7 +274,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Returns: The compression counters.
     /// - Throws: `formatNotFound`.
     public func compressionStatistics(formatName: String = Cache.originalFormatName) throws -> CompressionStatistics? {
-        try stack(for: formatName).compressed?.compressionStatistics
+        try stack(for: formatName).compressionStatistics?()
     }
 
     /// The disk layer of a format (for inspection, `trim`, paths), once it is open; `nil` when the
@@ -292,6 +293,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     public func flush() async throws {
         var firstError: (any Error)?
         for stack in formats.withLock({ Array($0.values) }) {
+            if let small = await stack.small?.base {
+                do { try await small.executor.run { try small.flush() } } catch { firstError = firstError ?? error }
+            }
             guard let disk = await stack.disk?.base else { continue }
             do { try await disk.executor.run { try disk.flush() } } catch { firstError = firstError ?? error }
         }

@@ -27,6 +27,14 @@ public struct Format<Value: Sendable>: Sendable {
     public var compressesOnDisk: Bool
     /// What is loaded from disk into memory when the cache is created. `.none` by default.
     public var preloadPolicy: PreloadPolicy
+    /// Values of up to this many bytes on disk (after compression) are kept as rows of an
+    /// `SQLiteStore` in the format's folder, larger ones as files; `nil` (the default) keeps a file
+    /// per value, the layout `haneke` and other tools read. The database and the files then have
+    /// half of ``diskCapacity`` each. Worth it for many small values: a 512-byte value takes about
+    /// 1.4× its size on disk in the database against 8× as a file of its own, and the database
+    /// opens at once whatever it holds; `16 KiB` is where a file per value starts to read faster
+    /// (BENCHMARKS.md, workload 9). Preloading (``preloadPolicy``) reads only the files.
+    public var smallValueThreshold: Int?
     /// Whether a miss in this format takes its value from the cache's original format — which
     /// fetches it (one fetcher call for concurrent misses of a key, in every format) and keeps it —
     /// and transforms that, rather than calling the fetcher itself. `false` by default, as in
@@ -51,6 +59,7 @@ public struct Format<Value: Sendable>: Sendable {
         self.memoryCostLimit = 64 << 20
         self.compressesOnDisk = true
         self.preloadPolicy = .none
+        self.smallValueThreshold = nil
         self.derivesFromOriginal = false
         self.transform = transform
     }

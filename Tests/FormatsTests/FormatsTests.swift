@@ -96,6 +96,26 @@ struct FormatsTests {
         #expect("\(error.map { "\($0)" } ?? "")".contains("no value for key 'tags'"), "\(String(describing: error))")
     }
 
+    /// What FuzzJSON found: Foundation's JSONDecoder on Linux crashes the process (building its
+    /// error's source location) when text nested past its limit has a line break before that
+    /// point. The codec refuses such text itself, with a decoding error; brackets inside strings
+    /// do not count, and 500 levels still decode.
+    @Test func textNestedPastTheLimitIsADecodingErrorNotACrash() throws {
+        let found = Data(" ".utf8) + Data(repeating: UInt8(ascii: "["), count: 94) + Data("\n\n".utf8)
+            + Data(repeating: UInt8(ascii: "["), count: 420)
+        for text in [found, Data(repeating: UInt8(ascii: "{"), count: 600), Data(("[\n" + String(repeating: "[", count: 510)).utf8)] {
+            let error = #expect(throws: StoreError.self) { try JSONCodec<[Int]>().decode(text) }
+            #expect(error?.code == .decoding)
+            #expect(error?.message.contains("nested more than 500 levels") == true, "\(String(describing: error))")
+        }
+        let deep = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
+        // Reaches JSONDecoder, which finds arrays where numbers should be.
+        let shallowEnough = #expect(throws: StoreError.self) { try JSONCodec<[Int]>().decode(Data(deep.utf8)) }
+        #expect(shallowEnough?.cause is DecodingError)
+        let quoted = Data(("[\"" + String(repeating: "[", count: 2_000) + "\"]").utf8)
+        #expect(try JSONCodec<[String]>().decode(quoted) == [String(repeating: "[", count: 2_000)])
+    }
+
     /// The decoder's reason is the cause, printed once by the description, readably; the message
     /// says what failed.
     @Test func aDecodingErrorSaysItsCauseOnce() throws {

@@ -45,6 +45,36 @@ struct CacheTests {
         #expect(try await makeCache(name: "persisted").fetch(key: "k") == "kept")
     }
 
+    /// `smallValueThreshold` sends small values (as compressed) to the format folder's database and
+    /// large ones to files; both read back through a new cache on the folder.
+    @Test func aFormatRoutesSmallValuesToItsDatabase() async throws {
+        func makeRoutedCache() -> Cache<String> {
+            var format = Format<String>(name: "routed")
+            format.smallValueThreshold = 1_024
+            let cache = makeCache(name: "routing")
+            cache.addFormat(format)
+            return cache
+        }
+        var random = SeededRandomNumberGenerator(seed: 16)
+        // Random letters: LZ4 cannot shrink 20,000 of them under the threshold.
+        let large = String((0..<20_000).map { _ in Character(UnicodeScalar(UInt8.random(in: 97...122, using: &random))) })
+        do {
+            let cache = makeRoutedCache()
+            try await cache.set("small", forKey: "s", formatName: "routed")
+            try await cache.set(large, forKey: "l", formatName: "routed")
+            #expect(try cache.layerStatistics(formatName: "routed").map(\.name) == ["memory", "disk-small", "disk", "fetcher"])
+            let files = try #require(try await cache.diskStore(formatName: "routed"))
+            #expect(files.keys() == ["l"])
+            try await cache.flush()
+        }
+        let folder = directory.appending("routing/routed")
+        #expect(try SQLiteStore(directory: folder).entries().map(\.key) == ["s"])
+        let cache = makeRoutedCache()
+        #expect(try await cache.fetch(key: "s", formatName: "routed") == "small")
+        #expect(try await cache.fetch(key: "l", formatName: "routed") == large)
+        #expect(await cache.size > 0)
+    }
+
     @Test func aFormatWithDiskCapacityZeroPersistsNothing() async throws {
         let cache = makeCache()
         cache.addFormat(Format(name: "volatile", diskCapacity: 0))

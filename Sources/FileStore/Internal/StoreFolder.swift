@@ -308,6 +308,9 @@ final class StoreFolder: Sendable {
     enum Item {
         case marker(FileStatus)
         case journal(FileStatus)
+        /// `SQLiteStore`'s database or one of its companion files: not the `FileStore`'s to count or
+        /// remove.
+        case smallValues(FileStatus?)
         case shard(UInt8, FileStatus)
         /// A regular file with an entry's name, in its shard.
         case entry(KeyDigest, FileStatus)
@@ -345,6 +348,8 @@ final class StoreFolder: Sendable {
                 visit(status?.isFile == true ? .journal(status!) : .misplaced(location(), status), root)
             case .temporary(let writer):
                 visit(status?.isFile == true ? .temporary(location(), writer: writer, status!) : .misplaced(location(), status), root)
+            case .smallValues:
+                visit(.smallValues(status), root)
             case .entry, .foreign:
                 visit(.foreign(location(), status), root)
             }

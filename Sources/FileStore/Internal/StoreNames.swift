@@ -7,12 +7,16 @@ import Synchronization
 /// |---|---|---|
 /// | `.haneke-store` | the folder | the marker: this folder is a store's |
 /// | `.haneke-journal` | the folder | the recency journal |
+/// | `.haneke-values.sqlite`, `-wal`, `-shm` | the folder | `SQLiteStore`'s database, its log and its log's index (that store's to manage; a `FileStore` on the same folder leaves them alone) |
 /// | `.haneke-tmp.<pid>.<n>` | the folder, a shard | a file being written (a journal rewrite, an entry) |
 /// | `<H0H1>` | the folder | a shard folder: the first two upper-case hex digits of a key's MD5 |
 /// | `<H0…H31>` | shard `<H0H1>` | an entry file: the key's whole MD5, upper-case hex |
-enum StoreNames {
+package enum StoreNames {
     static let marker = ".haneke-store"
     static let journal = ".haneke-journal"
+    /// `SQLiteStore`'s database; SQLite adds `-wal` and `-shm` for its log and the log's index.
+    package static let smallValues = ".haneke-values.sqlite"
+    private static let smallValuesNames = [smallValues, smallValues + "-wal", smallValues + "-shm"].map { Array($0.utf8) }
     private static let temporaryPrefix = Array(".haneke-tmp.".utf8)
     private static let temporaryCounter = Atomic<UInt64>(0)
 
@@ -20,6 +24,8 @@ enum StoreNames {
     enum Kind: Equatable {
         case marker
         case journal
+        /// `SQLiteStore`'s database or one of its companion files.
+        case smallValues
         /// A temporary file, with its writer's process id.
         case temporary(writer: Int32)
         case shard(UInt8)
@@ -38,6 +44,7 @@ enum StoreNames {
         if let shard = shard(name) { return .shard(shard) }
         if name.elementsEqual(marker.utf8) { return .marker }
         if name.elementsEqual(journal.utf8) { return .journal }
+        if smallValuesNames.contains(where: { name.elementsEqual($0) }) { return .smallValues }
         if let writer = temporaryWriter(name) { return .temporary(writer: writer) }
         return .foreign
     }

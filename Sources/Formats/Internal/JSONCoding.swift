@@ -24,6 +24,12 @@ enum JSONCoding {
         from data: Data,
         dates: JSONDateStrategy = .deferredToDate
     ) throws -> T {
+        if let depth = nestingBeyondLimit(data) {
+            throw StoreError(
+                .decoding,
+                "Could not decode \(T.self) from \(data.count) bytes of JSON: it is nested more than \(depth) levels deep"
+            )
+        }
         let decoder = JSONDecoder()
         switch dates {
         case .deferredToDate: decoder.dateDecodingStrategy = .deferredToDate
@@ -34,6 +40,43 @@ enum JSONCoding {
             return try decoder.decode(T.self, from: data)
         } catch {
             throw StoreError(.decoding, "Could not decode \(T.self) from \(data.count) bytes of JSON", cause: error)
+        }
+    }
+
+    /// The deepest nesting handed to `JSONDecoder`. Foundation on Linux (6.3) crashes instead of
+    /// throwing when it refuses text nested past its own limit of 512 levels after a line break
+    /// (building the error's line and column): deeper text is refused here first, a little below
+    /// Foundation's limit so that its failing path is never reached.
+    static let maximumNesting = 500
+
+    /// ``maximumNesting`` when `data` opens more arrays and objects than that at once (brackets
+    /// inside strings do not count); `nil` otherwise. One pass over the bytes, stopping early.
+    static func nestingBeyondLimit(_ data: Data) -> Int? {
+        data.withUnsafeBytes { bytes -> Int? in
+            var depth = 0
+            var inString = false
+            var escaped = false
+            for byte in bytes {
+                if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "["), UInt8(ascii: "{"):
+                    depth += 1
+                    if depth > maximumNesting { return maximumNesting }
+                case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+                default: break
+                }
+            }
+            return nil
         }
     }
 }

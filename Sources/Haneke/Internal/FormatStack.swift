@@ -4,6 +4,7 @@ import CompressedStore
 import FileStore
 import Logging
 import MemoryStore
+import SQLiteStore
 
 /// One format of a cache and its layers, with typed handles on the default layers (for sizes,
 /// statistics, preloading). The disk layer opens in the background (``OpeningStore``).
@@ -14,7 +15,12 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     var path: FetchingStore<AnyStore<String, Value>, ClosureFetcher<String, Value>>
     var memory: MemoryStore<String, Value>?
     var disk: OpeningStore<FileStore>?
-    var compressed: CompressedStore<OpeningStore<FileStore>>?
+    /// The database of small values, when the format routes them there (``Format/smallValueThreshold``).
+    var small: OpeningStore<SQLiteStore>?
+    /// The disk layer's LZ4 counters, when it compresses.
+    var compressionStatistics: (@Sendable () -> CompressionStatistics)?
+    /// Makes a stored LZ4 frame the value's bytes again, when the disk layer compresses.
+    var decompress: (@Sendable (Data) throws -> Data)?
     var preload: Task<Void, Never>?
 
     /// The format's layers.
@@ -52,21 +58,33 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         }
         guard format.diskCapacity > 0, let cacheDirectory else { return stack(over: memory.eraseToAnyStore()) }
         let folder = cacheDirectory + "/" + CacheDirectory.pathComponent(format.name)
-        let capacity = format.diskCapacity
+        // With small values routed to a database, it and the files each have half the capacity.
+        let smallCapacity = format.smallValueThreshold == nil ? 0 : format.diskCapacity / 2
+        let fileCapacity = format.diskCapacity - smallCapacity
         let disk = OpeningStore(name: "disk", executor: executor, logger: logger, what: folder) {
-            try FileStore(directory: folder, configuration: .init(capacity: capacity), name: "disk", logger: logger, executor: executor)
+            try FileStore(directory: folder, configuration: .init(capacity: fileCapacity), name: "disk", logger: logger, executor: executor)
         }
         // Generic, so each chain keeps its concrete type until it is erased.
         func chainMemory(over lower: some Store<String, Value>) -> AnyStore<String, Value> {
             memory.chained(to: lower, logger: logger).eraseToAnyStore()
         }
+        func over(_ bytes: some Store<String, Data>) -> FormatStack {
+            guard format.compressesOnDisk else { return stack(over: chainMemory(over: bytes.coded(as: Value.self))) }
+            let compressed = bytes.compressed()
+            var result = stack(over: chainMemory(over: compressed.coded(as: Value.self)))
+            result.compressionStatistics = { compressed.compressionStatistics }
+            result.decompress = { try compressed.decompress($0) }
+            return result
+        }
         var result: FormatStack
-        if format.compressesOnDisk {
-            let compressed = disk.compressed()
-            result = stack(over: chainMemory(over: compressed.coded(as: Value.self)))
-            result.compressed = compressed
+        if let threshold = format.smallValueThreshold {
+            let small = OpeningStore(name: "disk-small", executor: executor, logger: logger, what: folder) {
+                try SQLiteStore(directory: folder, configuration: .init(capacity: smallCapacity), name: "disk-small", logger: logger, executor: executor)
+            }
+            result = over(small.routingLargeValues(over: threshold, to: disk))
+            result.small = small
         } else {
-            result = stack(over: chainMemory(over: disk.coded(as: Value.self)))
+            result = over(disk)
         }
         result.disk = disk
         return result
@@ -89,8 +107,8 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         let policy = format.preloadPolicy
         let format = self.format
         let decode: @Sendable (Data) throws -> Value
-        if let compressed {
-            decode = { frame in try Value.convertFromData(compressed.decompress(frame)) }
+        if let decompress {
+            decode = { frame in try Value.convertFromData(decompress(frame)) }
         } else {
             decode = { try Value.convertFromData($0) }
         }

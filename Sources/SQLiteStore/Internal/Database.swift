@@ -1,0 +1,332 @@
+import CSQLite
+import FileStore
+import Foundation
+import HanekeProtocols
+
+/// One connection to a store's database: the only code that touches SQLite's C API.
+///
+/// `@unchecked Sendable` because it owns C pointers (the connection and its prepared statements),
+/// which SQLite lets one thread use at a time: every use goes through the `Locked` box that holds
+/// it in ``SQLiteStore``, and nothing else holds it.
+final class Database: @unchecked Sendable {
+    /// The `application_id` in the database header: `HNKV`, what makes the file a Haneke store's.
+    static let applicationID: Int32 = 0x484E_4B56
+    /// The `user_version`: the layout of the `entries` table.
+    static let formatVersion: Int32 = 1
+
+    /// A row as read: the columns in the order the table keeps them.
+    struct Row {
+        var id: Int64
+        var checksum: UInt64
+        var created: Int64
+        var expires: Int64?
+        var used: Int64
+        var key: Data
+        /// The value, when it was read.
+        var value: Data?
+        var valueLength: Int
+    }
+
+    /// What a read found under an id.
+    enum Lookup {
+        case missing
+        /// A row with another key under the same 64-bit id.
+        case otherKey
+        case found(Row)
+    }
+
+    let path: String
+    private var handle: OpaquePointer?
+    private var statements: [Statement: OpaquePointer] = [:]
+
+    /// The statements prepared once. Columns are in the table's order: the small ones first, so
+    /// that reading them never walks a large value's overflow pages.
+    enum Statement: String, CaseIterable {
+        case select = "SELECT id, checksum, created, expires, used, key, value FROM entries WHERE id = ?1"
+        case selectHeader = "SELECT id, checksum, created, expires, used, key, length(value) FROM entries WHERE id = ?1"
+        case upsert = "INSERT OR REPLACE INTO entries(id, checksum, created, expires, used, key, value) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        case delete = "DELETE FROM entries WHERE id = ?1"
+        case touch = "UPDATE entries SET used = ?2 WHERE id = ?1 AND used < ?2"
+        case oldest = "SELECT id, length(key) + length(value) FROM entries ORDER BY used LIMIT ?1"
+        case pageCount = "PRAGMA page_count"
+        case freelistCount = "PRAGMA freelist_count"
+        case count = "SELECT count(*) FROM entries"
+        case all = "SELECT id, checksum, created, expires, used, key, length(value) FROM entries ORDER BY used DESC"
+        case allWithValues = "SELECT id, checksum, created, expires, used, key, value FROM entries ORDER BY used DESC"
+    }
+
+    /// Opens (creating when missing) the database at `path`, which must not be a link.
+    /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
+    ///   database, `corrupted` for one SQLite cannot read, `io` otherwise.
+    init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration) throws {
+        self.path = path
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE
+        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        let opened = sqlite3_open_v2(path, &handle, flags, nil)
+        guard opened == SQLITE_OK else {
+            let error = failure(opened, "Could not open the database \(path)")
+            sqlite3_close_v2(handle)
+            handle = nil
+            throw error
+        }
+        do {
+            _ = haneke_sqlite_defensive(handle)
+            sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.components.seconds * 1_000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+            try execute("PRAGMA trusted_schema = OFF")
+            let application = try integer("PRAGMA application_id")
+            let version = try integer("PRAGMA user_version")
+            let tables = try integer("SELECT count(*) FROM sqlite_schema")
+            if tables == 0, !readOnly {
+                // A new database: the page size and incremental vacuum are fixed before the first table.
+                try execute("PRAGMA page_size = \(pageSize)")
+                try execute("PRAGMA auto_vacuum = INCREMENTAL")
+                try execute("PRAGMA journal_mode = WAL")
+                try execute("""
+                    BEGIN;
+                    CREATE TABLE entries(
+                        id INTEGER PRIMARY KEY, checksum INTEGER NOT NULL, created INTEGER NOT NULL,
+                        expires INTEGER, used INTEGER NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL);
+                    CREATE INDEX entries_by_use ON entries(used);
+                    PRAGMA application_id = \(Self.applicationID);
+                    PRAGMA user_version = \(Self.formatVersion);
+                    COMMIT;
+                    """)
+            } else if application != Int64(Self.applicationID) {
+                throw StoreError(.notAStore, "\(path) is an SQLite database but not a Haneke store's (application id \(application)); refusing to use it")
+            } else if version != Int64(Self.formatVersion) {
+                throw StoreError(.notAStore, "\(path) is a store database of format version \(version), which this version of Haneke cannot read (it reads version \(Self.formatVersion))")
+            }
+            if !readOnly {
+                try execute("PRAGMA journal_mode = WAL")
+                try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")")
+                try execute("PRAGMA wal_autocheckpoint = \(walPages)")
+                try execute("PRAGMA journal_size_limit = \(walPages * pageSize)")
+            }
+            for statement in Statement.allCases where !(readOnly && [.upsert, .delete, .touch].contains(statement)) {
+                var prepared: OpaquePointer?
+                let rc = sqlite3_prepare_v3(handle, statement.rawValue, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+                guard rc == SQLITE_OK, let prepared else { throw failure(rc, "Could not prepare a statement on \(path)") }
+                statements[statement] = prepared
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    private func close() {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements = [:]
+        // The last connection checkpoints the log into the database and deletes it.
+        sqlite3_close_v2(handle)
+        handle = nil
+    }
+
+    // MARK: - Rows
+
+    /// The row under `id` when it holds `key`.
+    func lookup(id: Int64, key: UnsafeRawBufferPointer, withValue: Bool) throws -> Lookup {
+        let statement = try use(withValue ? .select : .selectHeader)
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, id)
+        let rc = sqlite3_step(statement)
+        switch rc {
+        case SQLITE_DONE: return .missing
+        case SQLITE_ROW: break
+        default: throw failure(rc, "Could not read from \(path)")
+        }
+        let length = Int(sqlite3_column_bytes(statement, 5))
+        guard length == key.count, length == 0 || memcmp(sqlite3_column_blob(statement, 5), key.baseAddress!, length) == 0 else {
+            return .otherKey
+        }
+        return .found(row(statement, withValue: withValue, key: Data(key)))
+    }
+
+    /// Every row, most recently used first; values only when asked.
+    func allRows(withValues: Bool, _ body: (Row) throws -> Void) throws {
+        let statement = try use(withValues ? .allWithValues : .all)
+        defer { sqlite3_reset(statement) }
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
+            try body(row(statement, withValue: withValues, key: nil))
+        }
+    }
+
+    private func row(_ statement: OpaquePointer, withValue: Bool, key: Data?) -> Row {
+        Row(
+            id: sqlite3_column_int64(statement, 0),
+            checksum: UInt64(bitPattern: sqlite3_column_int64(statement, 1)),
+            created: sqlite3_column_int64(statement, 2),
+            expires: sqlite3_column_type(statement, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 3),
+            used: sqlite3_column_int64(statement, 4),
+            key: key ?? blob(statement, 5),
+            value: withValue ? blob(statement, 6) : nil,
+            valueLength: withValue ? Int(sqlite3_column_bytes(statement, 6)) : Int(sqlite3_column_int64(statement, 6))
+        )
+    }
+
+    private func blob(_ statement: OpaquePointer, _ column: Int32) -> Data {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
+
+    /// Writes a row, replacing any row under its id.
+    func upsert(id: Int64, checksum: UInt64, created: Int64, expires: Int64?, used: Int64, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        let statement = try use(.upsert)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        sqlite3_bind_int64(statement, 1, id)
+        sqlite3_bind_int64(statement, 2, Int64(bitPattern: checksum))
+        sqlite3_bind_int64(statement, 3, created)
+        if let expires { sqlite3_bind_int64(statement, 4, expires) } else { sqlite3_bind_null(statement, 4) }
+        sqlite3_bind_int64(statement, 5, used)
+        // SQLITE_STATIC (nil): the bytes outlive the step, which is all SQLite reads them in.
+        sqlite3_bind_blob(statement, 6, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(key.count), nil)
+        sqlite3_bind_blob(statement, 7, value.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(value.count), nil)
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE else { throw failure(rc, "Could not write to \(path)") }
+    }
+
+    /// Deletes the row under `id`; whether there was one.
+    @discardableResult
+    func delete(id: Int64) throws -> Bool {
+        let statement = try use(.delete)
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, id)
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE else { throw failure(rc, "Could not delete from \(path)") }
+        return sqlite3_changes(handle) > 0
+    }
+
+    /// Records when rows were last used, in one transaction.
+    func touch(_ uses: [Int64: Int64]) throws {
+        guard !uses.isEmpty else { return }
+        try transaction {
+            let statement = try use(.touch)
+            for (id, time) in uses {
+                sqlite3_bind_int64(statement, 1, id)
+                sqlite3_bind_int64(statement, 2, time)
+                let rc = sqlite3_step(statement)
+                sqlite3_reset(statement)
+                guard rc == SQLITE_DONE else { throw failure(rc, "Could not record uses in \(path)") }
+            }
+        }
+    }
+
+    /// The least recently used rows: their ids and key-plus-value sizes.
+    func oldest(_ limit: Int) throws -> [(id: Int64, size: Int)] {
+        let statement = try use(.oldest)
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, Int64(limit))
+        var rows: [(id: Int64, size: Int)] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return rows }
+            guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
+            rows.append((sqlite3_column_int64(statement, 0), Int(sqlite3_column_int64(statement, 1))))
+        }
+    }
+
+    // MARK: - Pages and transactions
+
+    /// The database's pages, and how many of them are free.
+    func pages() throws -> (total: Int, free: Int) {
+        (Int(try single(.pageCount)), Int(try single(.freelistCount)))
+    }
+
+    func count() throws -> Int { Int(try single(.count)) }
+
+    /// Returns free pages to the file system (the database file shrinks).
+    func releaseFreePages() throws { try execute("PRAGMA incremental_vacuum") }
+
+    /// Copies the log into the database and truncates the log.
+    func checkpoint() throws { try execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+
+    func deleteAll() throws { try execute("DELETE FROM entries") }
+
+    /// SQLite's own check of the file's structure: `nil` when sound, else what is wrong.
+    func structuralProblems() throws -> String? {
+        var problems: [String] = []
+        try rows("PRAGMA quick_check") { problems.append($0) }
+        return problems == ["ok"] ? nil : problems.joined(separator: "; ")
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func use(_ statement: Statement) throws -> OpaquePointer {
+        guard let prepared = statements[statement] else { throw StoreError(.io, "\(path) is open for reading only") }
+        return prepared
+    }
+
+    private func single(_ statement: Statement) throws -> Int64 {
+        let prepared = try use(statement)
+        defer { sqlite3_reset(prepared) }
+        let rc = sqlite3_step(prepared)
+        guard rc == SQLITE_ROW else { throw failure(rc, "Could not read from \(path)") }
+        return sqlite3_column_int64(prepared, 0)
+    }
+
+    private func execute(_ sql: String) throws {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw failure(rc, "Could not run \(sql.prefix(40)) on \(path)") }
+    }
+
+    private func integer(_ sql: String) throws -> Int64 {
+        var result: Int64 = 0
+        try rows(sql) { result = Int64($0) ?? 0 }
+        return result
+    }
+
+    private func rows(_ sql: String, _ body: (String) -> Void) throws {
+        var statement: OpaquePointer?
+        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard prepared == SQLITE_OK, let statement else { throw failure(prepared, "Could not run \(sql) on \(path)") }
+        defer { sqlite3_finalize(statement) }
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure(rc, "Could not run \(sql) on \(path)") }
+            body(sqlite3_column_text(statement, 0).map { String(cString: $0) } ?? "")
+        }
+    }
+
+    /// A `StoreError` for an SQLite result code: `corrupted` for a damaged or foreign file,
+    /// `notAStore` for a link, `io` for the rest, with SQLite's message.
+    private func failure(_ rc: Int32, _ message: String) -> StoreError {
+        let detail = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+        switch rc & 0xFF {
+        case SQLITE_CORRUPT, SQLITE_NOTADB:
+            return StoreError(.corrupted, "\(message): the database is damaged (\(detail))")
+        case SQLITE_CANTOPEN where rc == SQLITE_CANTOPEN | (6 << 8):   // SQLITE_CANTOPEN_SYMLINK
+            return StoreError(.notAStore, "\(message): it is a symbolic link (\(detail))")
+        case SQLITE_FULL:
+            return StoreError(.io, "\(message): the disk is full (\(detail))", posixCode: .ENOSPC)
+        default:
+            return StoreError(.io, "\(message): \(detail) (SQLite code \(rc))")
+        }
+    }
+}
+
+/// The checksum of a row: xxHash's XXH3 (64 bits) of the value, seeded with the row's id, so that
+/// a value moved to another row does not check.
+func checksum(id: Int64, value: UnsafeRawBufferPointer) -> UInt64 {
+    XXH3_64bits_withSeed(value.baseAddress, value.count, UInt64(bitPattern: id))
+}

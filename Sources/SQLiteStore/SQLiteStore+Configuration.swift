@@ -1,0 +1,55 @@
+public import FileStore
+public import HanekeProtocols
+
+extension SQLiteStore {
+    /// The limits and policies of an `SQLiteStore`.
+    public struct Configuration: Sendable {
+        /// The most bytes the store's files may take on disk — what `du` counts: the database's
+        /// pages in use, plus room kept for its write-ahead log and the log's index (a sixteenth of
+        /// the capacity, at most 4 MiB, and 32 KiB). The least recently used entries are evicted to
+        /// stay within it; freed pages are reused, and returned to the file system when the
+        /// database is larger than the capacity allows. A single entry that would take more is
+        /// refused with `valueTooLarge`. `100 MiB` by default; `nil` for no limit.
+        public var capacity: Int?
+        /// How long an entry stays valid after it is written; expired entries are misses and are
+        /// deleted when read. `nil` (forever) by default.
+        public var timeToLive: Duration?
+        /// The clock that stamps creation, expiry and use; the system clock by default.
+        public var clock: any StoreClock
+        /// Whether each write reaches the disk before it returns (SQLite's `synchronous = FULL`),
+        /// so that it survives a power loss. `false` by default (`NORMAL`): a write survives the
+        /// process being killed, and a power loss can only lose the last writes, never damage the
+        /// database.
+        public var durableWrites: Bool
+        /// Who may read and write the store's files. `.owner` by default: folder `0700`, files `0600`.
+        public var access: FileStore.Access
+        /// The longest a read waits before its use is written to the database (uses are kept in
+        /// memory and written in one transaction, never one write per read). `1 second` by default.
+        public var recencyFlushInterval: Duration
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - capacity: The most bytes the files may take on disk; `100 MiB` by default, `nil` for
+        ///     no limit.
+        ///   - timeToLive: How long an entry stays valid; `nil` for forever.
+        ///   - clock: The clock that stamps creation, expiry and use.
+        ///   - durableWrites: Whether each write reaches the disk before it returns.
+        ///   - access: Who may read and write the files; `.owner` by default.
+        ///   - recencyFlushInterval: The longest a use waits to be written; `1 second` by default.
+        public init(
+            capacity: Int? = 100 << 20,
+            timeToLive: Duration? = nil,
+            clock: any StoreClock = SystemClock(),
+            durableWrites: Bool = false,
+            access: FileStore.Access = .owner,
+            recencyFlushInterval: Duration = .seconds(1)
+        ) {
+            self.capacity = capacity
+            self.timeToLive = timeToLive
+            self.clock = clock
+            self.durableWrites = durableWrites
+            self.access = access
+            self.recencyFlushInterval = recencyFlushInterval
+        }
+    }
+}

@@ -1,0 +1,475 @@
+import FileStore
+public import Foundation
+public import HanekeProtocols
+public import Logging
+
+/// A disk store for small values: one SQLite database in a store folder, a row per entry.
+///
+/// ```swift
+/// let small = try SQLiteStore(directory: "/var/cache/myapp/small", capacity: 100 << 20)
+/// try small.setValue(Data("hello".utf8), forKey: "greeting")      // sync, on the caller's thread
+/// let greeting = try await small.value(forKey: "greeting")        // async, on a thread pool
+/// ```
+///
+/// A `FileStore` keeps a file per entry: a 512-byte value takes a whole 4 KiB block, and opening
+/// a store examines every file. Here values share the database's 4 KiB pages, so 512-byte values
+/// take about 1.4× their size on disk instead of about 8×, and opening reads one page. From about
+/// 16 KiB a file per entry reads faster; `SizeRoutedStore` sends each value to the engine that
+/// suits its size.
+///
+/// The key's MD5 picks the row, as it picks the file name in `FileStore`: its high 64 bits are the
+/// row's integer primary key, so a read is one B-tree lookup. The key is stored and compared, so
+/// that two keys whose MD5s share their high bits never see each other's values (the later one
+/// replaces the earlier). Each row carries a checksum (xxHash's XXH3) of its value: a damaged row
+/// is a miss and is deleted, never a wrong value.
+///
+/// - The database is `.haneke-values.sqlite` in a store folder (the marker `.haneke-store`, the
+///   same checks as `FileStore`: the user's own folder, not writable by others), created private to
+///   the user, opened through a path without links and never through a link itself. A `FileStore`
+///   may share the folder: each leaves the other's files alone.
+/// - Writes are transactions in SQLite's write-ahead log: a process killed at any point leaves the
+///   database as it was after its last completed write (`durableWrites` for power loss).
+/// - Uses (for least-recently-used eviction) are kept in memory and written in one transaction per
+///   ``Configuration/recencyFlushInterval``, never one write per read.
+/// - Other processes may open the same folder at the same time; SQLite locks the database.
+public final class SQLiteStore: Store {
+    /// The type of the keys.
+    public typealias Key = String
+    /// The type of the values.
+    public typealias Value = Data
+
+    /// The name of the database file in the store folder: `.haneke-values.sqlite` (SQLite adds
+    /// `-wal` and `-shm` beside it while it is open).
+    public static let databaseFileName = StoreNames.smallValues
+
+    /// The store's folder.
+    public let directory: String
+    /// The limits and policies.
+    public let configuration: Configuration
+    /// The name of this store's layer in ``layerStatistics``; `"sqlite"` by default.
+    public let name: String
+    /// Where the async methods run their blocking work.
+    public let executor: IOExecutor
+
+    let logger: Logger
+    let folder: SharedStoreFolder
+    let state: Locked<State>
+    let counter = StatisticsCounter()
+    /// The bytes of the database's pages.
+    static let pageSize = 4_096
+    /// Pages the log may reach before SQLite copies it into the database.
+    let logPages: Int
+    /// The bytes kept for the log and its index within the capacity.
+    let reserve: Int
+
+    struct State: Sendable {
+        var database: Database
+        /// Uses not yet written: when each row was last read, by id.
+        var uses: [Int64: Int64] = [:]
+        var flushScheduled = false
+    }
+
+    /// Opens the store in `directory`, creating the folder and the database when missing.
+    /// - Parameters:
+    ///   - directory: The store's folder (shared with a `FileStore`, or of its own).
+    ///   - configuration: Limits and policies.
+    ///   - name: The layer name reported in statistics.
+    ///   - logger: Where damaged rows are logged.
+    ///   - executor: Where the async methods run; `IOExecutor.shared` by default.
+    /// - Throws: `StoreError` with code `notAStore` when the folder holds files but is not a
+    ///   store's, or its database is not a Haneke store's; `unsafeDirectory` when the folder belongs
+    ///   to another user or others may write to it; `corrupted` when the database is damaged beyond
+    ///   reading (`haneke verify --repair` removes it); `io` otherwise.
+    /// - Performs disk I/O: opens the database (reads its first page), whatever its size.
+    public init(
+        directory: String,
+        configuration: Configuration = Configuration(),
+        name: String = "sqlite",
+        logger: Logger = Logger(label: "haneke.sqlite"),
+        executor: IOExecutor = .shared
+    ) throws {
+        self.directory = directory
+        self.configuration = configuration
+        self.name = name
+        self.logger = logger
+        self.executor = executor
+        folder = try SharedStoreFolder(path: directory, access: configuration.access)
+        logPages = configuration.capacity.map { min(1_000, max(8, $0 / Self.pageSize / 16)) } ?? 1_000
+        reserve = (logPages + 8) * Self.pageSize + 32_768
+        let database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
+        state = Locked(State(database: database))
+    }
+
+    /// Opens a store in `directory` with a capacity in bytes.
+    /// - Parameters:
+    ///   - directory: The store's folder.
+    ///   - capacity: The most bytes its files may take on disk; `nil` for no limit.
+    /// - Throws: `StoreError` (see ``init(directory:configuration:name:logger:executor:)``).
+    public convenience init(directory: String, capacity: Int?) throws {
+        try self.init(directory: directory, configuration: Configuration(capacity: capacity))
+    }
+
+    /// Uses not yet written are written, and the database closed, on the executor rather than on
+    /// the thread that releases the store (which may be one of Swift's cooperative threads).
+    deinit {
+        let (database, uses) = state.withLock { ($0.database, $0.uses) }
+        executor.submit {
+            try? database.touch(uses)
+            withExtendedLifetime(database) {}
+        }
+    }
+
+    static func openDatabase(in folder: SharedStoreFolder, configuration: Configuration, logPages: Int) throws -> Database {
+        let path = try folder.resolvedPath() + "/" + databaseFileName
+        try folder.prepareFile(databaseFileName)
+        for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
+        return try Database(
+            path: path, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
+            walPages: logPages, busyTimeout: .seconds(5)
+        )
+    }
+
+    // MARK: - Synchronous API
+
+    /// Returns the value for `key`, or `nil` when there is none, it has expired, or its row is
+    /// damaged (expired and damaged rows are deleted).
+    /// - Parameter key: The key to look up.
+    /// - Returns: The stored bytes, or `nil`.
+    /// - Throws: `StoreError` with code `io` when the database cannot be read.
+    /// - Performs disk I/O: one B-tree lookup, usually in SQLite's page cache.
+    public func value(forKey key: String) throws -> Data? {
+        do {
+            let value = try readValue(forKey: key)
+            counter.recordRead(value != nil)
+            return value
+        } catch {
+            counter.recordError()
+            throw error
+        }
+    }
+
+    /// Stores `value` for `key`, replacing any previous value, and evicts the least recently used
+    /// entries when the files would take more than the capacity.
+    /// - Parameters:
+    ///   - value: The bytes to store.
+    ///   - key: The key.
+    /// - Throws: `StoreError` with code `valueTooLarge` when the entry alone would exceed the
+    ///   capacity, `io` when it cannot be written.
+    /// - Performs disk I/O: one transaction.
+    public func setValue(_ value: Data, forKey key: String) throws {
+        do {
+            try writeValue(value, forKey: key)
+            counter.recordWrite()
+        } catch {
+            counter.recordError()
+            throw error
+        }
+    }
+
+    /// Removes the value for `key`; removing a missing key is a no-op.
+    /// - Parameter key: The key.
+    /// - Throws: `StoreError` with code `io` when the database cannot be written.
+    public func removeValue(forKey key: String) throws {
+        let id = Self.id(for: key)
+        var key = key
+        let removed = try key.withUTF8 { key in
+            try state.withLock { state -> Bool in
+                guard case .found = try state.database.lookup(id: id, key: UnsafeRawBufferPointer(key), withValue: false) else { return false }
+                state.uses[id] = nil
+                return try state.database.delete(id: id)
+            }
+        }
+        if removed { counter.recordRemoval() }
+    }
+
+    /// Removes every value and returns the freed pages to the file system.
+    /// - Throws: `StoreError` with code `io` when the database cannot be written.
+    public func removeAll() throws {
+        try state.withLock { state in
+            state.uses = [:]
+            try state.database.deleteAll()
+            try state.database.releaseFreePages()
+            try state.database.checkpoint()
+        }
+    }
+
+    /// Whether there is a valid, unexpired value for `key`, without reading it.
+    /// - Parameter key: The key.
+    /// - Returns: Whether a read would hit (unless the row is damaged).
+    public func containsValue(forKey key: String) -> Bool {
+        let id = Self.id(for: key)
+        let now = now()
+        var key = key
+        return key.withUTF8 { key in
+            state.withLock { state in
+                guard case .found(let row)? = try? state.database.lookup(id: id, key: UnsafeRawBufferPointer(key), withValue: false) else { return false }
+                return row.expires.map { $0 > now } ?? true
+            }
+        }
+    }
+
+    /// The number of entries.
+    /// - Performs disk I/O: counts the rows.
+    public var count: Int { state.withLock { (try? $0.database.count()) ?? 0 } }
+
+    /// The bytes the store's files take on disk now — the database, its log and the log's index —
+    /// as `du` counts them.
+    public var totalSize: Int {
+        [Self.databaseFileName, Self.databaseFileName + "-wal", Self.databaseFileName + "-shm"]
+            .reduce(0) { $0 + (folder.allocatedSize(of: $1) ?? 0) }
+    }
+
+    /// The bytes the capacity counts: the database's pages in use plus the room kept for its log.
+    public var usedSize: Int {
+        state.withLock { state in
+            guard let pages = try? state.database.pages() else { return 0 }
+            return (pages.total - pages.free) * Self.pageSize + reserve
+        }
+    }
+
+    /// Evicts the least recently used entries until the pages in use (and the room kept for the
+    /// log) take at most `size` bytes, and returns freed pages to the file system.
+    /// - Parameter size: The most bytes to keep.
+    /// - Throws: `StoreError` with code `io` when the database cannot be written.
+    public func trim(toSize size: Int) throws {
+        try state.withLock { state in
+            try evict(&state, toFit: size)
+            try state.database.releaseFreePages()
+        }
+    }
+
+    /// Writes the uses kept in memory to the database now, and copies SQLite's log into the
+    /// database file (which then holds every value by itself).
+    /// - Throws: `StoreError` with code `io` when the database cannot be written.
+    public func flush() throws {
+        try state.withLock { state in
+            try state.database.touch(state.uses)
+            state.uses = [:]
+            try state.database.checkpoint()
+        }
+    }
+
+    /// Every entry, most recently used first (by the uses written so far), without the values.
+    /// - Returns: The entries.
+    /// - Throws: `StoreError` when the database cannot be read.
+    public func entries() throws -> [Entry] {
+        try state.withLock { state in
+            try state.database.touch(state.uses)
+            state.uses = [:]
+            var entries: [Entry] = []
+            try state.database.allRows(withValues: false) { entries.append(Entry(row: $0)) }
+            return entries
+        }
+    }
+
+    /// This store's counters.
+    public var statistics: StoreStatistics { counter.snapshot }
+
+    // MARK: - Store
+
+    /// Returns the value for `key`, read on the executor.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The stored bytes, or `nil`.
+    /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
+    public func value(forKey key: String) async throws -> Data? {
+        try await executor.run { try self.value(forKey: key) }
+    }
+
+    /// Reads the value for `key` and passes it through `transform`, both in one job of the
+    /// executor: a decorator's decompression or decoding runs there, and the caller resumes once.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the stored bytes: it runs once, on a hit.
+    /// - Returns: What `transform` made of the value, or `nil` on a miss.
+    /// - Throws: `StoreError` when the store failed; what `transform` throws.
+    public func value<Transformed: Sendable>(
+        forKey key: String,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await executor.run { try self.value(forKey: key).map(transform) }
+    }
+
+    /// Stores `value` for `key` on the executor.
+    /// - Parameters:
+    ///   - value: The bytes to store.
+    ///   - key: The key.
+    /// - Throws: `StoreError` with code `valueTooLarge` or `io`.
+    public func setValue(_ value: Data, forKey key: String) async throws {
+        try await executor.run { try self.setValue(value, forKey: key) }
+    }
+
+    /// Removes the value for `key` on the executor.
+    /// - Parameter key: The key.
+    /// - Throws: `StoreError` with code `io`.
+    public func removeValue(forKey key: String) async throws {
+        try await executor.run { try self.removeValue(forKey: key) }
+    }
+
+    /// Removes every value on the executor.
+    /// - Throws: `StoreError` with code `io`.
+    public func removeAll() async throws {
+        try await executor.run { try self.removeAll() }
+    }
+
+    /// This store's counters, as one layer named ``name``.
+    public var layerStatistics: [LayerStatistics] { [LayerStatistics(name: name, statistics: statistics)] }
+
+    // MARK: - Reading and writing
+
+    /// The row id of `key`: the high 64 bits of its MD5.
+    static func id(for key: String) -> Int64 {
+        Int64(bitPattern: SharedStoreFolder.digestHigh(of: key))
+    }
+
+    func now() -> Int64 {
+        Int64((configuration.clock.now().timeIntervalSince1970 * 1_000).rounded(.down))
+    }
+
+    private enum Read {
+        case hit(Data)
+        case miss
+        case damaged(Data)
+    }
+
+    private func readValue(forKey key: String) throws -> Data? {
+        let id = Self.id(for: key)
+        let now = now()
+        var key = key
+        let read = try key.withUTF8 { key in
+            try state.withLock { state -> Read in
+                let lookup: Database.Lookup
+                do {
+                    lookup = try state.database.lookup(id: id, key: UnsafeRawBufferPointer(key), withValue: true)
+                } catch let error as StoreError where error.code == .corrupted {
+                    // A damaged page: whatever was in it is a miss.
+                    logger.error("The database is damaged; reading as a miss", metadata: ["directory": "\(directory)", "error": "\(error)"])
+                    return .miss
+                }
+                guard case .found(let row) = lookup else { return .miss }
+                if let expires = row.expires, expires <= now {
+                    state.uses[id] = nil
+                    try state.database.delete(id: id)
+                    return .miss
+                }
+                let value = row.value ?? Data()
+                guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
+                    state.uses[id] = nil
+                    _ = try? state.database.delete(id: id)
+                    return .damaged(row.key)
+                }
+                state.uses[id] = now
+                scheduleFlush(&state)
+                return .hit(value)
+            }
+        }
+        switch read {
+        case .hit(let value):
+            return value
+        case .miss:
+            return nil
+        case .damaged(let key):
+            logger.warning("A damaged row was read as a miss and deleted", metadata: [
+                "directory": "\(directory)", "key": "\(Logger.describe(String(decoding: key, as: UTF8.self)))",
+            ])
+            return nil
+        }
+    }
+
+    private func writeValue(_ value: Data, forKey key: String) throws {
+        let id = Self.id(for: key)
+        let now = now()
+        let expires = configuration.timeToLive.map { now + Int64($0.components.seconds * 1_000) + Int64($0.components.attoseconds / 1_000_000_000_000_000) }
+        var key = key
+        if let capacity = configuration.capacity, value.count + key.utf8.count + reserve > capacity {
+            throw StoreError(
+                .valueTooLarge,
+                "A value of \(value.count) bytes for key \(Logger.describe(key)) does not fit an SQLiteStore of capacity \(capacity) bytes (\(reserve) of them kept for its log)"
+            )
+        }
+        try key.withUTF8 { key in
+            try value.withUnsafeBytes { bytes in
+                let sum = checksum(id: id, value: bytes)
+                try state.withLock { state in
+                    try state.database.upsert(id: id, checksum: sum, created: now, expires: expires, used: now, key: UnsafeRawBufferPointer(key), value: bytes)
+                    state.uses[id] = nil
+                    if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
+                }
+            }
+        }
+    }
+
+    /// Deletes the least recently used rows until the pages in use and the log's room fit `size`,
+    /// and returns free pages to the file system when the file alone is over it.
+    private func evict(_ state: inout State, toFit size: Int) throws {
+        var pages = try state.database.pages()
+        var used = (pages.total - pages.free) * Self.pageSize + reserve
+        guard used > size || pages.total * Self.pageSize + reserve > size else { return }
+        if used > size {
+            try state.database.touch(state.uses)
+            state.uses = [:]
+            // Down to 95 % of the limit, so that the next writes do not each evict again.
+            var excess = used - size + size / 20
+            var evicted = 0
+            try state.database.transaction {
+                while excess > 0 {
+                    let oldest = try state.database.oldest(64)
+                    if oldest.isEmpty { break }
+                    for row in oldest where excess > 0 {
+                        try state.database.delete(id: row.id)
+                        // A row's pages: its bytes and about 1 % of them for the B-tree around them.
+                        excess -= row.size + row.size / 100 + 16
+                        evicted += 1
+                    }
+                }
+            }
+            counter.recordEvictions(evicted)
+            pages = try state.database.pages()
+            used = (pages.total - pages.free) * Self.pageSize + reserve
+        }
+        if pages.total * Self.pageSize + reserve > size {
+            try state.database.releaseFreePages()
+        }
+    }
+
+    /// Writes the uses within the flush interval, once per interval.
+    private func scheduleFlush(_ state: inout State) {
+        guard !state.flushScheduled else { return }
+        state.flushScheduled = true
+        executor.submit(after: configuration.recencyFlushInterval) { [weak self] in
+            guard let self else { return }
+            do {
+                try self.state.withLock { state in
+                    state.flushScheduled = false
+                    try state.database.touch(state.uses)
+                    state.uses = [:]
+                }
+            } catch {
+                logger.warning("Could not record uses", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            }
+        }
+    }
+}
+
+extension SQLiteStore {
+    /// One entry of an `SQLiteStore`, as ``SQLiteStore/entries()`` lists it.
+    public struct Entry: Sendable, Hashable {
+        /// The key.
+        public var key: String
+        /// The size of the value, in bytes.
+        public var payloadSize: Int
+        /// When the value was written.
+        public var created: Date
+        /// When the value expires, or `nil` for never.
+        public var expires: Date?
+        /// When the entry was last read or written, as far as the database knows.
+        public var lastAccess: Date
+
+        init(row: Database.Row) {
+            key = String(decoding: row.key, as: UTF8.self)
+            payloadSize = row.valueLength
+            created = Date(timeIntervalSince1970: Double(row.created) / 1_000)
+            expires = row.expires.map { Date(timeIntervalSince1970: Double($0) / 1_000) }
+            lastAccess = Date(timeIntervalSince1970: Double(row.used) / 1_000)
+        }
+    }
+}

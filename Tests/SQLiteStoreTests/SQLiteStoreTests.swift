@@ -1,0 +1,279 @@
+import FileStore
+import Foundation
+import HanekeProtocols
+import HanekeTesting
+import SQLiteStore
+import Testing
+import TestSupport
+
+@Suite(.timeLimit(.minutes(2)), .offThePool, .tags(.disk))
+struct SQLiteStoreTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "sqlitestore")
+    }
+
+    var folder: String { directory.appending("store") }
+    var databasePath: String { folder + "/" + SQLiteStore.databaseFileName }
+
+    func open(capacity: Int? = 100 << 20, timeToLive: Duration? = nil, clock: any StoreClock = SystemClock(), logger: LogCapture? = nil) throws -> SQLiteStore {
+        let configuration = SQLiteStore.Configuration(capacity: capacity, timeToLive: timeToLive, clock: clock)
+        if let logger { return try SQLiteStore(directory: folder, configuration: configuration, logger: logger.logger) }
+        return try SQLiteStore(directory: folder, configuration: configuration)
+    }
+
+    /// What `du` counts for the regular files in the folder.
+    func allocatedBytesOfFiles(_ path: String) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: path).reduce(0) { total, name in
+            var info = stat()
+            lstat(path + "/" + name, &info)
+            return (info.st_mode & S_IFMT) == S_IFREG ? total + Int(info.st_blocks) * 512 : total
+        }
+    }
+
+    func mode(_ path: String) -> mode_t {
+        var info = stat()
+        lstat(path, &info)
+        return info.st_mode & 0o7777
+    }
+
+    /// Replaces the first occurrence of `needle` in the database file (with the store's log
+    /// copied into it) by `replacement`, of the same length.
+    func patchDatabase(replacing needle: Data, with replacement: Data) throws {
+        precondition(needle.count == replacement.count)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: databasePath))
+        let range = try #require(bytes.range(of: needle), "the bytes are not in the database file")
+        bytes.replaceSubrange(range, with: replacement)
+        try bytes.write(to: URL(fileURLWithPath: databasePath))
+    }
+
+    // MARK: - Conformance
+
+    @Test func conformsToStore() async throws {
+        try await StoreConformanceSuite {
+            try TemporaryStore { try SQLiteStore(directory: $0.path) }
+        }.run()
+    }
+
+    @Test func aRoutedPairInOneFolderConforms() async throws {
+        try await StoreConformanceSuite {
+            try TemporaryStore { directory in
+                try SQLiteStore(directory: directory.path).routingLargeValues(over: 8, to: try FileStore(directory: directory.path))
+            }
+        }.run()
+    }
+
+    // MARK: - Values
+
+    @Test func valuesSurviveReopening() throws {
+        do {
+            let store = try open()
+            for i in 0..<100 { try store.setValue(Data("value \(i)".utf8), forKey: "key \(i)") }
+            try store.setValue(Data(), forKey: "empty")
+        }
+        let store = try open()
+        #expect(store.count == 101)
+        for i in 0..<100 { #expect(try store.value(forKey: "key \(i)") == Data("value \(i)".utf8)) }
+        #expect(try store.value(forKey: "empty") == Data())
+        #expect(try store.value(forKey: "missing") == nil)
+    }
+
+    @Test func expiredValuesAreMissesAndAreDeleted() throws {
+        let clock = TestClock()
+        let store = try open(timeToLive: .seconds(60), clock: clock)
+        try store.setValue(Data("fresh".utf8), forKey: "k")
+        clock.advance(by: .seconds(59))
+        #expect(try store.value(forKey: "k") == Data("fresh".utf8))
+        clock.advance(by: .seconds(1))
+        #expect(store.containsValue(forKey: "k") == false)
+        #expect(try store.value(forKey: "k") == nil)
+        #expect(store.count == 0)
+    }
+
+    // MARK: - Damage
+
+    /// A byte of a value changed on disk: the row's checksum no longer matches, so the read is a
+    /// miss (logged) and the row is deleted — never the changed bytes.
+    @Test func aDamagedRowIsAMissNeverAWrongValue() throws {
+        let value = Data(repeating: UInt8(ascii: "v"), count: 300) + Data("needle-of-the-value".utf8)
+        do {
+            let store = try open()
+            try store.setValue(value, forKey: "damaged")
+            try store.setValue(Data("intact".utf8), forKey: "intact")
+            try store.flush()
+        }
+        try patchDatabase(replacing: Data("needle-of-the-value".utf8), with: Data("needle-of-the-valuE".utf8))
+        let log = LogCapture()
+        let store = try open(logger: log)
+        #expect(try store.value(forKey: "damaged") == nil)
+        #expect(log.lines.contains { $0.contains("damaged row") }, "\(log.lines)")
+        #expect(store.count == 1)
+        #expect(try store.value(forKey: "intact") == Data("intact".utf8))
+    }
+
+    /// A row whose stored key is not the key asked for (two keys whose MD5s share their high 64
+    /// bits; made here by changing the stored key on disk) is a miss.
+    @Test func aRowOfAnotherKeyIsAMiss() throws {
+        do {
+            let store = try open()
+            try store.setValue(Data("the value of key-AAAA".utf8), forKey: "key-AAAA")
+            try store.flush()
+        }
+        try patchDatabase(replacing: Data("key-AAAA".utf8), with: Data("key-BBBB".utf8))
+        let store = try open()
+        #expect(try store.value(forKey: "key-AAAA") == nil)
+        #expect(try store.value(forKey: "key-BBBB") == nil)   // its MD5 picks another row
+        #expect(try store.entries().map(\.key) == ["key-BBBB"])
+    }
+
+    /// A database cut short (a disk that lost its end): values still there read whole, the rest
+    /// are misses or a clear error — never wrong bytes.
+    @Test func aTruncatedDatabaseNeverGivesAWrongValue() throws {
+        let values = (0..<400).map { i in Data("value \(i) ".utf8) + Data(repeating: UInt8(i % 251), count: 900) }
+        do {
+            let store = try open()
+            for (i, value) in values.enumerated() { try store.setValue(value, forKey: "key \(i)") }
+            try store.flush()
+        }
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: databasePath)[.size] as? Int)
+        let handle = try #require(FileHandle(forUpdatingAtPath: databasePath))
+        try handle.truncate(atOffset: UInt64(size / 2))
+        try handle.close()
+        let store: SQLiteStore
+        let log = LogCapture()
+        do {
+            store = try open(capacity: nil, logger: log)
+        } catch let error as StoreError {
+            #expect(error.code == .corrupted, "\(error)")
+            return
+        }
+        var whole = 0
+        for (i, value) in values.enumerated() {
+            do {
+                if let read = try store.value(forKey: "key \(i)") {
+                    #expect(read == value, "key \(i)")
+                    whole += 1
+                }
+            } catch let error as StoreError {
+                #expect(error.code == .corrupted || error.code == .io, "\(error)")
+            }
+        }
+        #expect(whole < values.count)
+        #expect(log.lines.contains { $0.contains("damaged") })
+    }
+
+    @Test func aDatabaseOfAnotherApplicationIsRefused() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        _ = try FileStore(directory: folder)   // a store folder, with its marker
+        try open().flush()   // creates the database, its header in the file
+        try patchDatabase(replacing: Data([0x48, 0x4E, 0x4B, 0x56]), with: Data([0x41, 0x42, 0x43, 0x44]))
+        let error = #expect(throws: StoreError.self) { try open() }
+        #expect(error?.code == .notAStore, "\(String(describing: error))")
+    }
+
+    // MARK: - The file system
+
+    @Test func itsFilesArePrivateToTheUser() throws {
+        let store = try open()
+        try store.setValue(Data("x".utf8), forKey: "k")
+        #expect(mode(folder) == 0o700)
+        for name in [SQLiteStore.databaseFileName, SQLiteStore.databaseFileName + "-wal", SQLiteStore.databaseFileName + "-shm"] {
+            #expect(FileManager.default.fileExists(atPath: folder + "/" + name), "\(name)")
+            #expect(mode(folder + "/" + name) == 0o600, "\(name): \(String(mode(folder + "/" + name), radix: 8))")
+        }
+    }
+
+    @Test func aFolderThatIsNotAStoresIsRefused() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: folder + "/notes.txt"))
+        let error = #expect(throws: StoreError.self) { try open() }
+        #expect(error?.code == .notAStore)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["notes.txt"])
+    }
+
+    @Test func aLinkInPlaceOfTheDatabaseIsNotFollowed() throws {
+        do { _ = try open() }
+        let elsewhere = directory.appending("elsewhere.sqlite")
+        try FileManager.default.moveItem(atPath: databasePath, toPath: elsewhere)
+        try FileManager.default.createSymbolicLink(atPath: databasePath, withDestinationPath: elsewhere)
+        let error = #expect(throws: StoreError.self) { try open() }
+        #expect(error?.code == .notAStore, "\(String(describing: error))")
+        #expect(error?.message.contains("symbolic link") == true, "\(String(describing: error))")
+    }
+
+    /// A FileStore on the same folder leaves the database alone and does not call it foreign.
+    @Test func aFileStoreSharesTheFolder() throws {
+        let small = try open()
+        try small.setValue(Data("small".utf8), forKey: "s")
+        let files = try FileStore(directory: folder)
+        try files.setValue(Data(repeating: 1, count: 50_000), forKey: "l")
+        let inspection = try FileStore.inspect(directory: folder)
+        #expect(inspection.problems.isEmpty, "\(inspection.problems)")
+        #expect(inspection.entries.map(\.key) == ["l"])
+        try files.removeAll()
+        #expect(try small.value(forKey: "s") == Data("small".utf8))
+    }
+
+    // MARK: - Capacity
+
+    /// The capacity bounds what `du` counts for the store's files; the least recently used
+    /// entries go first.
+    @Test func theCapacityBoundsTheBytesOnDisk() throws {
+        let capacity = 1 << 20
+        let store = try open(capacity: capacity)
+        try store.setValue(Data(repeating: 7, count: 4_096), forKey: "kept")
+        for i in 0..<1_000 {
+            try store.setValue(Data(repeating: UInt8(i % 256), count: 4_096), forKey: "key \(i)")
+            if i % 10 == 0 { _ = try store.value(forKey: "kept") }
+            #expect(store.usedSize <= capacity, "after \(i) writes")
+        }
+        try store.flush()
+        #expect(try allocatedBytesOfFiles(folder) <= capacity + 8_192, "marker included")
+        #expect(try store.value(forKey: "kept") == Data(repeating: 7, count: 4_096))
+        #expect(try store.value(forKey: "key 0") == nil)
+        #expect(try store.value(forKey: "key 999") == Data(repeating: UInt8(999 % 256), count: 4_096))
+        #expect(store.statistics.evictions > 700)
+    }
+
+    @Test func aValueOverTheCapacityIsRefused() throws {
+        let store = try open(capacity: 256 << 10)
+        let error = #expect(throws: StoreError.self) { try store.setValue(Data(count: 300 << 10), forKey: "big") }
+        #expect(error?.code == .valueTooLarge)
+        #expect(error?.message.contains("big") == true)
+    }
+
+    /// Small values share pages: 2,000 values of 512 bytes take well under the 8× a file each takes.
+    @Test func smallValuesSharePages() throws {
+        let store = try open(capacity: nil)
+        var random = SeededRandomNumberGenerator(seed: 16)
+        for i in 0..<2_000 {
+            try store.setValue(Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }), forKey: "key-\(i)")
+        }
+        try store.flush()
+        let ratio = Double(try allocatedBytesOfFiles(folder)) / Double(2_000 * 512)
+        #expect(ratio < 1.6, "\(ratio)× the payload")
+    }
+
+    // MARK: - Routing
+
+    /// A key moves between the engines as its value's size changes, and is never in both.
+    @Test func aRoutedKeyLivesInOneStore() async throws {
+        let small = try open()
+        let large = try FileStore(directory: folder)
+        let routed = small.routingLargeValues(over: 1_024, to: large)
+        try await routed.setValue(Data(count: 100), forKey: "k")
+        #expect(try await small.value(forKey: "k") == Data(count: 100))
+        #expect(try await large.value(forKey: "k") == nil)
+        try await routed.setValue(Data(count: 5_000), forKey: "k")
+        #expect(try await small.value(forKey: "k") == nil)
+        #expect(try await large.value(forKey: "k") == Data(count: 5_000))
+        #expect(try await routed.value(forKey: "k") == Data(count: 5_000))
+        try await routed.setValue(Data(count: 1_024), forKey: "k")
+        #expect(try await large.value(forKey: "k") == nil)
+        #expect(try await routed.value(forKey: "k") == Data(count: 1_024))
+        try await routed.removeValue(forKey: "k")
+        #expect(try await routed.value(forKey: "k") == nil)
+        #expect(routed.layerStatistics.map(\.name) == ["sqlite", "file"])
+    }
+}
