@@ -43,6 +43,7 @@ let package = Package(
                 .product(name: "MemoryStore", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
                 .product(name: "RedisStore", package: hanekeIdentity),
+                .product(name: "SQLiteStore", package: hanekeIdentity),
                 .product(name: "HanekeTesting", package: hanekeIdentity),
                 .product(name: "Haneke", package: hanekeIdentity),
                 .product(name: "Images", package: hanekeIdentity),
