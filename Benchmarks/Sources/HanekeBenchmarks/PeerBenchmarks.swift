@@ -13,8 +13,19 @@ import Glibc
 /// Workload 9: the stores against a peer, python-diskcache 5.6.3 (SQLite under a Python API), on the
 /// same keys and values in the same run. A Python child (`Peer/diskcache_peer.py`, in a virtual
 /// environment of the benchmarks' own) waits for commands on its standard input, so that its rounds
-/// alternate with the Swift stores' rounds without restarting Python. Per-call latencies, each
-/// call timed alone on its own side; p50 and p99 over every call of every round.
+/// alternate with the Swift stores' rounds without restarting Python.
+///
+/// - Shapes: 512 B and 4 KiB values, random bytes and JSON text, made from a seed here and written
+///   to a file the peer reads; 10,000 keys (200 with `--smoke`).
+/// - A round of each side: a new store in a new folder, a set of every key (async `setValue`; the
+///   peer's `Cache.set`), then every key read in one seeded random order (the sync and the async
+///   get; through a chain with an empty memory store in front, for the compressed file store; the
+///   peer's `Cache.get`). Each call is timed alone; p50 and p99 over every call of every round.
+/// - Open: each engine that measures it, and diskcache, filled with 100,000 values of 512 bytes
+///   (1,000 with `--smoke`); a new store on the folder and one get, timed together, in process.
+/// - Disk: `st_blocks` × 512 over the last round's folder, the stores closed, per payload byte.
+/// - When pip cannot install diskcache (no package index), the workload prints why and reports one
+///   row saying so, instead of failing the run.
 enum PeerBenchmarks {
     static let shapes: [(size: Int, json: Bool)] = [(512, false), (512, true), (4096, false), (4096, true)]
 
