@@ -85,7 +85,7 @@ bench-smoke: bench-deps
 # writes them with the library); what the fuzzer finds goes to Fuzz/.corpus (not committed), and a
 # crash stops the run with its input saved there.
 FUZZ_SECONDS ?= 120
-FUZZ_TARGETS := FuzzEntryFile FuzzLZ4Frame FuzzJSON
+FUZZ_TARGETS := FuzzEntryFile FuzzLZ4Frame FuzzJSON FuzzSQLiteDatabase
 
 # The blocking watchdog is off under ThreadSanitizer, which runs every job many times slower and
 # defers signals to its own points: the watchdog's measurements would mean nothing there.

@@ -109,7 +109,7 @@ let package = Package(
         // A child process for the reliability tests: writes until killed or until a limit stops it.
         .executableTarget(
             name: "HanekeFaultWorker",
-            dependencies: ["FileStore", "CompressedStore", "HanekeProtocols"],
+            dependencies: ["FileStore", "CompressedStore", "SQLiteStore", "HanekeProtocols"],
             path: "Tests/FaultWorker"
         ),
         // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
@@ -205,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "HanekeFaultWorker", "haneke", "Haneke", "FileStore", "CompressedStore", "MemoryStore",
+                "HanekeFaultWorker", "haneke", "Haneke", "FileStore", "CompressedStore", "SQLiteStore", "MemoryStore",
                 "HanekeProtocols", "HanekeTesting", "TestSupport",
             ]
         ),

@@ -19,6 +19,14 @@ let package = Package(
     targets: [
         .executableTarget(name: "FuzzEntryFile", dependencies: [.product(name: "FileStore", package: hanekeIdentity)]),
         .executableTarget(name: "FuzzLZ4Frame", dependencies: [.product(name: "CompressedStore", package: hanekeIdentity)]),
+        .executableTarget(
+            name: "FuzzSQLiteDatabase",
+            dependencies: [
+                .product(name: "SQLiteStore", package: hanekeIdentity),
+                .product(name: "FileStore", package: hanekeIdentity),
+                .product(name: "HanekeProtocols", package: hanekeIdentity),
+            ]
+        ),
         .executableTarget(name: "FuzzJSON", dependencies: [.product(name: "Formats", package: hanekeIdentity), .product(name: "HanekeProtocols", package: hanekeIdentity)]),
         .executableTarget(
             name: "FuzzSeeds",
@@ -27,6 +35,7 @@ let package = Package(
                 .product(name: "CompressedStore", package: hanekeIdentity),
                 .product(name: "Formats", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
+                .product(name: "SQLiteStore", package: hanekeIdentity),
             ]
         ),
     ]

@@ -1,10 +1,12 @@
 // A child process for the reliability tests: it writes to a store until it is killed, or until a
 // resource limit stops it, and reports on stdout what was acknowledged.
 //
-//   HanekeFaultWorker write-forever DIR FIRST [compressed]
+//   HanekeFaultWorker write-forever DIR FIRST [compressed|sqlite|routed]
 //                                                       write and overwrite keys until killed, with
 //                                                       sequence numbers from FIRST up; prints
-//                                                       "ack <key> <seq>" after each write
+//                                                       "ack <key> <seq>" after each write (to a
+//                                                       FileStore, through LZ4, to an SQLiteStore,
+//                                                       or routed between both at 16 KiB)
 //   HanekeFaultWorker fill DIR LIMIT                    RLIMIT_FSIZE = LIMIT bytes, then write values
 //                                                       of growing size until one fails; prints
 //                                                       "failed <code> <message>"
@@ -20,6 +22,7 @@ import CompressedStore
 import FileStore
 import Foundation
 import HanekeProtocols
+import SQLiteStore
 
 #if canImport(Glibc)
 import Glibc
@@ -70,18 +73,21 @@ let directory = arguments[2]
 switch arguments[1] {
 case "write-forever":
     guard arguments.count >= 4, let first = Int(arguments[3]) else { exit(2) }
+    let mode = arguments.count > 4 ? arguments[4] : "plain"
     let file = try FileStore(directory: directory, configuration: .init(capacity: nil))
-    let compressed = arguments.count > 4 && arguments[4] == "compressed"
     let store = file.compressed()
+    let small = mode == "sqlite" || mode == "routed" ? try SQLiteStore(directory: directory, configuration: .init(capacity: nil)) : nil
+    let routed = small.map { $0.routingLargeValues(over: 16 << 10, to: file) }
     var sequence = first
     while true {
         sequence += 1
         let key = "key-\(sequence % 40)"
         let value = WorkerValue.make(key: key, sequence: sequence)
-        if compressed {
-            try await store.setValue(value, forKey: key)
-        } else {
-            try file.setValue(value, forKey: key)
+        switch mode {
+        case "compressed": try await store.setValue(value, forKey: key)
+        case "sqlite": try small!.setValue(value, forKey: key)
+        case "routed": try await routed!.setValue(value, forKey: key)
+        default: try file.setValue(value, forKey: key)
         }
         line("ack \(key) \(sequence)")
     }

@@ -163,6 +163,53 @@ struct SQLiteStoreTests {
         #expect(log.lines.contains { $0.contains("damaged") })
     }
 
+    /// The corruption suite for the database: copies of one database with 1–16 bytes changed at
+    /// random (header, B-tree pages, values alike). Opening is a store or a clear `StoreError`, and
+    /// every read the value written for its key, a miss, or a `StoreError` — never other bytes.
+    @Test func randomDamageIsAMissOrAClearErrorNeverAWrongValue() throws {
+        func value(_ i: Int) -> Data { Data("value \(i) ".utf8) + Data(repeating: UInt8(i % 251), count: (i * 97) % 3_000) }
+        do {
+            let store = try open(capacity: nil)
+            for i in 0..<300 { try store.setValue(value(i), forKey: "key \(i)") }
+            try store.flush()
+        }
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: databasePath))
+        var random = SeededRandomNumberGenerator(seed: 9)
+        var tally = (opened: 0, refused: 0, hits: 0, misses: 0, errors: 0)
+        for _ in 0..<60 {
+            var damaged = pristine
+            for _ in 0..<Int.random(in: 1...16, using: &random) {
+                damaged[Int.random(in: 0..<damaged.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+            }
+            for suffix in ["-wal", "-shm"] { unlink(databasePath + suffix) }
+            try damaged.write(to: URL(fileURLWithPath: databasePath))
+            let store: SQLiteStore
+            do {
+                store = try open(capacity: nil, logger: LogCapture())
+                tally.opened += 1
+            } catch let error as StoreError {
+                #expect([.corrupted, .notAStore, .io].contains(error.code), "\(error)")
+                tally.refused += 1
+                continue
+            }
+            for i in 0..<300 {
+                do {
+                    if let read = try store.value(forKey: "key \(i)") {
+                        #expect(read == value(i), "key \(i): \(read.count) bytes that are not its value")
+                        tally.hits += 1
+                    } else {
+                        tally.misses += 1
+                    }
+                } catch let error as StoreError {
+                    if tally.errors < 3 { print("random damage, read error: \(error)") }
+                    tally.errors += 1
+                }
+            }
+        }
+        #expect(tally.hits > 0)
+        print("random damage: \(tally)")
+    }
+
     @Test func aDatabaseOfAnotherApplicationIsRefused() throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         _ = try FileStore(directory: folder)   // a store folder, with its marker

@@ -7,6 +7,7 @@ import FileStore
 import Formats
 import Foundation
 import HanekeProtocols
+import SQLiteStore
 
 let output = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "Corpus"
 func write(_ data: Data, _ target: String, _ name: String) throws {
@@ -54,4 +55,18 @@ for (index, document) in documents.enumerated() {
 }
 try write(Data(#" { "spaced" : [ 1 , 2 ] } "#.utf8), "FuzzJSON", "whitespace")
 try write(Data(#""\ud83d\ude00 surrogate""#.utf8), "FuzzJSON", "surrogate")
+// Databases: SQLiteStore's, with keys k0…k7 (values as FuzzSQLiteDatabase expects them), one
+// with an expiry on every row and one with a row removed.
+for (label, ttl) in [("forever", Duration?.none), ("expiring", .seconds(3600))] {
+    let folder = scratch + "/sqlite-" + label
+    do {
+        let store = try SQLiteStore(directory: folder, configuration: .init(capacity: nil, timeToLive: ttl))
+        for index in 0..<8 {
+            try store.setValue(Data(String(repeating: "value \(index) ", count: 1 + index * 37).utf8), forKey: "k\(index)")
+        }
+        if label == "expiring" { try store.removeValue(forKey: "k3") }
+        try store.flush()
+    }
+    try write(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + SQLiteStore.databaseFileName)), "FuzzSQLiteDatabase", label)
+}
 print("seeds written to \(output)")

@@ -315,6 +315,8 @@ final class Database: @unchecked Sendable {
         switch rc & 0xFF {
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return StoreError(.corrupted, "\(message): the database is damaged (\(detail))")
+        case SQLITE_IOERR where rc == SQLITE_IOERR | (2 << 8):   // SQLITE_IOERR_SHORT_READ
+            return StoreError(.corrupted, "\(message): the database is damaged (shorter than its pages say)")
         case SQLITE_CANTOPEN where rc == SQLITE_CANTOPEN | (6 << 8):   // SQLITE_CANTOPEN_SYMLINK
             return StoreError(.notAStore, "\(message): it is a symbolic link (\(detail))")
         case SQLITE_FULL:
