@@ -81,8 +81,7 @@ extension SQLiteStore {
         public var remainingProblem: String?
     }
 
-    /// Examines the database of the store folder `directory` without changing it (SQLite may
-    /// create its log index, `-shm`, beside a database another process is not using): every row,
+    /// Examines the database of the store folder `directory` without changing it: every row,
     /// its checksum and whether its key is its id's, and SQLite's `quick_check` of the structure.
     /// - Parameters:
     ///   - directory: A store's folder (it holds the marker `.haneke-store`).
@@ -92,7 +91,11 @@ extension SQLiteStore {
     ///   database is an SQLite database that is not a Haneke store's (or of a newer format);
     ///   `unsafeDirectory` as `FileStore` does; `io` when the files cannot be read. A database
     ///   damaged beyond reading is not an error: ``Inspection/unreadable`` says why.
-    /// - Performs disk I/O: reads every row, values included, and every page once more for the check.
+    /// - Performs disk I/O: reads every row, values included, and every page once more for the
+    ///   check. The connection writes nothing, but SQLite makes its log and the log's index while
+    ///   it is open (and removes them when it closes, unless another process has the database
+    ///   open or this one may not write the folder); a log left by a process that crashed is
+    ///   copied into the database, as any store opening it would.
     public static func inspect(directory: String, access: FileStore.Access = .owner) throws -> Inspection? {
         let folder = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         guard let databaseSize = folder.allocatedSize(of: databaseFileName) else { return nil }
@@ -105,7 +108,7 @@ extension SQLiteStore {
         )
         if fileLength(path) != 0 {
             do {
-                let database = try Database(path: path, readOnly: true, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+                let database = try openForReading(path)
                 try examine(database, into: &inspection)
             } catch let error as StoreError where error.code == .corrupted {
                 inspection.unreadable = error.message
@@ -188,7 +191,7 @@ extension SQLiteStore {
         for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
         let path = try folder.resolvedPath() + "/" + databaseFileName
         guard fileLength(path) != 0 else { return nil }
-        let database = try Database(path: path, readOnly: true, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+        let database = try openForReading(path)
         let id = Self.id(for: key)
         var key = key
         let lookup = try key.withUTF8 { try database.lookup(id: id, key: UnsafeRawBufferPointer($0), withValue: true) }
@@ -229,6 +232,18 @@ extension SQLiteStore {
         guard id(for: key) == row.id else { return .keyDoesNotMatchID }
         let sum = (row.value ?? Data()).withUnsafeBytes { checksum(id: row.id, value: $0) }
         return sum == row.checksum ? nil : .checksumMismatch
+    }
+
+    /// Opens the database at `path` to read it, writing nothing. A connection that may write is
+    /// tried first: it is the last to close that deletes SQLite's log and its index, which a
+    /// read-only connection makes when they are missing and leaves behind. When this process may
+    /// not write the files, read-only.
+    private static func openForReading(_ path: String) throws -> Database {
+        do {
+            return try Database(path: path, readOnly: false, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+        } catch let error as StoreError where error.code == .io {
+            return try Database(path: path, readOnly: true, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+        }
     }
 
     /// Removes the database, its log and the log's index.

@@ -8,6 +8,9 @@ import Haneke
 ///   - progress: The status line.
 /// - Returns: What was found, or `nil` when the folder has no database.
 func inspectDatabase(_ folder: String, progress: ProgressLine) throws -> SQLiteStore.Inspection? {
+    guard FileManager.default.fileExists(atPath: folder + "/" + SQLiteStore.databaseFileName) else {
+        return try SQLiteStore.inspect(directory: folder)   // nil, unless one appeared since
+    }
     defer { progress.end() }
     progress.show("checking the database of \(shown(folder))…", now: true)
     return try SQLiteStore.inspect(directory: folder)
