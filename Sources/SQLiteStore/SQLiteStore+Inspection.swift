@@ -77,8 +77,6 @@ extension SQLiteStore {
         /// structure stayed damaged once the damaged rows were gone); its entries are lost, as a
         /// cache's may be.
         public var removedDatabase: Bool
-        /// What is still wrong, or `nil` when nothing is.
-        public var remainingProblem: String?
     }
 
     /// Examines the database of the store folder `directory` without changing it: every row,
@@ -127,18 +125,21 @@ extension SQLiteStore {
     /// - Parameters:
     ///   - directory: A store's folder (it holds the marker `.haneke-store`).
     ///   - access: Who may read and write the files, as the store was configured.
-    /// - Returns: What was done, or `nil` when the folder holds no database.
+    /// - Returns: What was done (then nothing is wrong with the database, or it is gone), or `nil`
+    ///   when the folder holds no database.
     /// - Throws: `StoreError` with code `notAStore` when the folder is not a store's, or the
     ///   database is not a Haneke store's (it is left alone); `unsafeDirectory` as `FileStore`
     ///   does; `io` when the files cannot be changed.
     /// - Performs disk I/O: reads every row, and writes one transaction.
     public static func repair(directory: String, access: FileStore.Access = .owner) throws -> Repair? {
+        // Checked as for reading first: opened for a store, an empty folder would be marked one.
+        _ = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         let folder = try SharedStoreFolder(path: directory, access: access)
         guard folder.allocatedSize(of: databaseFileName) != nil else { return nil }
         try folder.checkFile(databaseFileName)
         for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
         let path = try folder.resolvedPath() + "/" + databaseFileName
-        var repair = Repair(deletedRows: [], removedDatabase: false, remainingProblem: nil)
+        var repair = Repair(deletedRows: [], removedDatabase: false)
         if fileLength(path) == 0 {
             // A database created but never initialised (its creator stopped at once): nothing to keep.
             try removeDatabase(in: folder)

@@ -8,8 +8,8 @@ struct Trim: ParsableCommand {
         discussion: """
         SIZE is bytes or a number with K, M, G or T (powers of 1024), e.g. 100M: the blocks the \
         store's files take on disk, as `du` counts them (its marker and journal included; the \
-        folders themselves not). Only a store's folder is trimmed, and only its entry files are \
-        deleted. Progress (on a terminal) names the step under way: opening the store, then \
+        folders themselves not). Only a store's folder is trimmed, and only its entry files (and \
+        its database's rows) are deleted. Progress (on a terminal) names the step under way: opening the store, then \
         evicting.
 
         A folder that also holds an SQLite database (a format with a small-value threshold sends \

@@ -66,12 +66,8 @@ struct Verify: ParsableCommand {
             : nil
         let database = try inspectDatabase(folder, progress: progressOptions.line())
         let databaseRepair = repair && (database?.problemCount ?? 0) > 0 ? try SQLiteStore.repair(directory: folder) : nil
-        let databaseRemaining: Int
-        if let databaseRepair {
-            databaseRemaining = databaseRepair.remainingProblem == nil ? 0 : 1
-        } else {
-            databaseRemaining = database?.problemCount ?? 0
-        }
+        // A repair leaves the database sound, or removes it.
+        let databaseRemaining = databaseRepair == nil ? database?.problemCount ?? 0 : 0
         let filesRemaining: Int = outcome?.kept.count ?? inspection.problems.count
         let remaining = filesRemaining + databaseRemaining
         if json {
@@ -106,7 +102,6 @@ struct Verify: ParsableCommand {
         print("the database: \(checked) rows checked, \(database.entries.count) valid, \(database.problemCount) problem(s)")
         if let repair {
             print("repaired the database: deleted \(repair.deletedRows.count) row(s)\(repair.removedDatabase ? ", removed the database files" : "")")
-            if let remaining = repair.remainingProblem { print("  still wrong: \(remaining)") }
         }
     }
 
