@@ -5,7 +5,12 @@ import Haneke
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the value stored for a key to stdout, decompressing an LZ4 frame.",
-        discussion: "Reads the file directly: nothing is changed, and an expired entry counts as missing." + ExitStatus.help
+        discussion: """
+        Reads the file directly: nothing is changed, and an expired entry counts as missing. A key \
+        without a file is looked up in the folder's SQLite database, when it has one (a format \
+        with a small-value threshold keeps small values there), read-only; a damaged row is an \
+        error (exit status 1).
+        """ + ExitStatus.help
     )
 
     @Argument(help: "The cache folder (one format's FileStore directory).")
@@ -22,7 +27,9 @@ struct Get: ParsableCommand {
 
     func run() throws {
         let folder = try requireStoreFolder(directory)
-        guard let payload = try FileStore.payload(forKey: key, inDirectory: folder) else {
+        guard let payload = try FileStore.payload(forKey: key, inDirectory: folder)
+            ?? SQLiteStore.value(forKey: key, inDirectory: folder)
+        else {
             throw ToolError.problems("no entry for key \(shown(key, quoted: true)) in \(shown(folder))")
         }
         let value = !raw && LZ4Frame.looksLikeFrame(payload)

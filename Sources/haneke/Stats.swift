@@ -15,6 +15,12 @@ struct Stats: ParsableCommand {
         uncompressedSize (values before compression), lz4Ratio (null without frames), expired, \
         oldest and newest (ISO 8601 dates of creation, null without entries), problems (a count). \
         Sizes are bytes.
+
+        A folder that also holds an SQLite database (a format with a small-value threshold sends \
+        small values there) counts its entries among the entries, expired, payloads, oldest and \
+        newest, its files (database, log and index) in "on disk", and its damaged rows among the \
+        problems; the table adds rows for it, and JSON a database object (only then): entries, \
+        allocatedSize, payloadSize, expired, problems. The LZ4 rows count the entry files only.
         """ + ExitStatus.help
     )
 
@@ -35,14 +41,23 @@ struct Stats: ParsableCommand {
         // by what its frame claims; damage counts among the problems exactly as `verify` finds it.
         let judge = PayloadJudge(payloadOptions, now: now)
         let inspection = try inspect(folder, judge: judge, progress: progressOptions.line())
-        let summary = Summary(folder, inspection, judge.tally, now: now)
+        let database = try inspectDatabase(folder, progress: progressOptions.line())
+        let summary = Summary(folder, inspection, judge.tally, database: database, now: now)
         if json { return try printJSON(summary) }
-        let rows: [[String]] = [
-            ["entries", "\(summary.entries)"],
+        var rows: [[String]] = [["entries", "\(summary.entries)"]]
+        if let database = summary.database {
+            rows += [["  in files", "\(summary.entries - database.entries)"], ["  in the database", "\(database.entries)"]]
+        }
+        rows += [
             ["on disk (du)", ByteSize.format(summary.allocatedSize)],
             ["  entry files", ByteSize.format(summary.entryFilesAllocatedSize)],
             ["  marker and journal", ByteSize.format(summary.metadataAllocatedSize)],
             ["  folders", ByteSize.format(summary.foldersAllocatedSize)],
+        ]
+        if let database = summary.database {
+            rows.append(["  database, log and index", ByteSize.format(database.allocatedSize)])
+        }
+        rows += [
             ["in files", ByteSize.format(summary.storedSize)],
             ["payloads", ByteSize.format(summary.payloadSize)],
             ["LZ4 frames", "\(summary.lz4Frames)"],
@@ -88,9 +103,25 @@ struct Stats: ParsableCommand {
         var newest: OrNull<Date>
         /// The problems found.
         var problems: Int
+        /// The folder's SQLite database, when it has one (left out of the JSON otherwise).
+        var database: Database?
+
+        /// What `stats` shows of the database.
+        struct Database: Encodable {
+            /// Its valid entries.
+            var entries: Int
+            /// The bytes the database, its log and the log's index take on disk.
+            var allocatedSize: Int
+            /// The payloads' lengths.
+            var payloadSize: Int
+            /// Its expired entries.
+            var expired: Int
+            /// Its damaged rows, plus one for a damaged structure or an unreadable database.
+            var problems: Int
+        }
 
         /// Sums up a walk.
-        init(_ folder: String, _ inspection: FileStore.Inspection, _ tally: PayloadJudge.Tally, now: Date) {
+        init(_ folder: String, _ inspection: FileStore.Inspection, _ tally: PayloadJudge.Tally, database sqlite: SQLiteStore.Inspection?, now: Date) {
             let entries = inspection.entries
             directory = folder
             self.entries = entries.count
@@ -107,6 +138,23 @@ struct Stats: ParsableCommand {
             oldest = OrNull(entries.map(\.created).min())
             newest = OrNull(entries.map(\.created).max())
             problems = inspection.problems.count
+            guard let sqlite else { return }
+            let rows = sqlite.entries
+            let database = Database(
+                entries: rows.count,
+                allocatedSize: sqlite.totalSize,
+                payloadSize: rows.reduce(0) { $0 + $1.payloadSize },
+                expired: rows.filter { ($0.expires ?? .distantFuture) <= now }.count,
+                problems: sqlite.problemCount
+            )
+            self.database = database
+            self.entries += database.entries
+            allocatedSize += database.allocatedSize
+            payloadSize += database.payloadSize
+            expired += database.expired
+            oldest = OrNull((entries.map(\.created) + rows.map(\.created)).min())
+            newest = OrNull((entries.map(\.created) + rows.map(\.created)).max())
+            problems += database.problems
         }
     }
 }

@@ -20,6 +20,19 @@ struct Verify: ParsableCommand {
         repair (null without --repair or without problems; else removed, a list of problems, and \
         kept, problems with keptBecause, why), remaining (the problems left: the status is 1 when \
         it is not 0).
+
+        A folder that also holds an SQLite database (a format with a small-value threshold sends \
+        small values there) has its rows checked too: each value against its checksum, each key \
+        against its row's id (its MD5), and the file's structure by SQLite's quick_check. Each \
+        damaged row is a line "damaged row: <database>: row <id> (key …): <reason>"; a damaged \
+        structure "damaged database: <database>: <reason>". --repair deletes the damaged rows, and \
+        removes the database files when SQLite cannot read them or their structure stays damaged \
+        (those entries are lost, as a cache's may be; stop the processes using the store first). \
+        In JSON, a database object (only for a folder with a database): path, rowsChecked, \
+        valid, problems (each with kind — checksumMismatch, keyDoesNotMatchID, keyNotUTF8, \
+        structure or unreadable —, id, key and reason; id and key null for the last two), repair \
+        (null, or deletedRows and removedDatabase) and remaining; the top-level remaining counts \
+        its problems too.
         """ + ExitStatus.help
     )
 
@@ -51,9 +64,16 @@ struct Verify: ParsableCommand {
         let outcome = repair && !inspection.problems.isEmpty
             ? try FileStore.repair(inspection.problems, removingForeignFiles: removeForeign)
             : nil
-        let remaining = outcome.map(\.kept.count) ?? inspection.problems.count
+        let database = try inspectDatabase(folder, progress: progressOptions.line())
+        let databaseRepair = repair && (database?.problemCount ?? 0) > 0 ? try SQLiteStore.repair(directory: folder) : nil
+        // A repair leaves the database sound, or removes it.
+        let databaseRemaining = databaseRepair == nil ? database?.problemCount ?? 0 : 0
+        let filesRemaining: Int = outcome?.kept.count ?? inspection.problems.count
+        let remaining = filesRemaining + databaseRemaining
         if json {
-            try printJSON(Report(folder, inspection, outcome, remaining: remaining))
+            var report = Report(folder, inspection, outcome, remaining: remaining)
+            report.database = database.map { DatabaseReport($0, databaseRepair, remaining: databaseRemaining) }
+            try printJSON(report)
         } else {
             for problem in inspection.problems {
                 print(Self.line(problem))
@@ -66,8 +86,71 @@ struct Verify: ParsableCommand {
                     print("  \(shown(kept.problem.path)): \(kept.reason)")
                 }
             }
+            if let database { Self.printDatabase(database, databaseRepair) }
         }
         if remaining > 0 { throw ExitStatus.problems }
+    }
+
+    /// The database's problems, its summary line and what a repair did.
+    static func printDatabase(_ database: SQLiteStore.Inspection, _ repair: SQLiteStore.Repair?) {
+        for row in database.damagedRows {
+            print("damaged row: \(shown(database.path)): \(row.shownRow): \(row.explanation)")
+        }
+        if let unreadable = database.unreadable { print("damaged database: \(shown(database.path)): \(unreadable)") }
+        if let structure = database.structuralProblems { print("damaged database: \(shown(database.path)): \(structure)") }
+        let checked = database.entries.count + database.damagedRows.count
+        print("the database: \(checked) rows checked, \(database.entries.count) valid, \(database.problemCount) problem(s)")
+        if let repair {
+            print("repaired the database: deleted \(repair.deletedRows.count) row(s)\(repair.removedDatabase ? ", removed the database files" : "")")
+        }
+    }
+
+    /// What `verify --json` prints of the folder's database.
+    struct DatabaseReport: Encodable {
+        /// One problem of the database.
+        struct Problem: Encodable {
+            /// checksumMismatch, keyDoesNotMatchID, keyNotUTF8, structure or unreadable.
+            var kind: String
+            /// The damaged row's id, or `null`.
+            var id: OrNull<Int64>
+            /// The damaged row's key, or `null`.
+            var key: OrNull<String>
+            /// Why it is a problem.
+            var reason: String
+        }
+
+        /// What a repair did.
+        struct Repair: Encodable {
+            /// The damaged rows deleted.
+            var deletedRows: Int
+            /// Whether the database files were removed.
+            var removedDatabase: Bool
+        }
+
+        /// The database's path.
+        var path: String
+        /// The rows read.
+        var rowsChecked: Int
+        /// The valid rows.
+        var valid: Int
+        /// Every problem found.
+        var problems: [Problem]
+        /// What `--repair` did, or `null`.
+        var repair: OrNull<Repair>
+        /// The problems left.
+        var remaining: Int
+
+        /// The report of the database.
+        init(_ database: SQLiteStore.Inspection, _ outcome: SQLiteStore.Repair?, remaining: Int) {
+            path = database.path
+            rowsChecked = database.entries.count + database.damagedRows.count
+            valid = database.entries.count
+            problems = database.damagedRows.map { Problem(kind: $0.reason.rawValue, id: OrNull($0.id), key: OrNull($0.key), reason: $0.explanation) }
+            if let unreadable = database.unreadable { problems.append(Problem(kind: "unreadable", id: OrNull(nil), key: OrNull(nil), reason: unreadable)) }
+            if let structure = database.structuralProblems { problems.append(Problem(kind: "structure", id: OrNull(nil), key: OrNull(nil), reason: structure)) }
+            repair = OrNull(outcome.map { Repair(deletedRows: $0.deletedRows.count, removedDatabase: $0.removedDatabase) })
+            self.remaining = remaining
+        }
     }
 
     /// A problem on one line, its path escaped (a foreign file's name is anyone's; the reason
@@ -127,6 +210,8 @@ struct Verify: ParsableCommand {
         var repair: OrNull<Repair>
         /// The problems left after the run.
         var remaining: Int
+        /// The folder's database, when it has one (left out of the JSON otherwise).
+        var database: DatabaseReport?
 
         /// The report of a run.
         init(_ folder: String, _ inspection: FileStore.Inspection, _ outcome: FileStore.Repair?, remaining: Int) {
