@@ -172,9 +172,12 @@ final class StoreFolder: Sendable {
     private static func checkMarker(_ bytes: [UInt8], in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose) throws {
         let markerPath = path + "/" + StoreNames.marker
         if bytes.isEmpty, purpose == .store {
-            let (_, names) = try namesInFolder(folder, path: path)
-            if names == [StoreNames.marker] {
-                // A store was interrupted between creating its marker and writing it.
+            let (count, names) = try namesInFolder(folder, path: path)
+            // A store was interrupted between creating its marker and writing it, or another store
+            // (a FileStore and an SQLiteStore opening one new folder at once) is writing it now and
+            // may have made its first files already: only the stores' own names are there.
+            let own: Set<String> = [StoreNames.marker, StoreNames.journal, StoreNames.smallValues, StoreNames.smallValues + "-wal", StoreNames.smallValues + "-shm"]
+            if count <= own.count, names.allSatisfy(own.contains) {
                 try writeMarker(in: folder, path: path, access: access, replacing: true)
                 return
             }
