@@ -41,19 +41,6 @@ struct RoutedFolderTests {
         return folder
     }
 
-    /// The bytes of every file below `root`, to prove a command changed nothing (and left no
-    /// SQLite log behind).
-    static func snapshot(of root: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        for path in try FileManager.default.subpathsOfDirectory(atPath: root) {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files[path] = try Data(contentsOf: URL(fileURLWithPath: root + "/" + path))
-            }
-        }
-        return files
-    }
-
     /// Changes the last byte of the value of the small key "damaged" in the database file.
     static func damageRow(in folder: String) throws {
         let path = folder + "/" + SQLiteStore.databaseFileName
@@ -66,7 +53,7 @@ struct RoutedFolderTests {
     @Test func inspectStatsVerifyAndGetSeeTheDatabaseAndChangeNothing() async throws {
         let directory = try TemporaryDirectory()
         let folder = try Self.makeRoutedFolder(in: directory, large: ["big-1", "big-2"], small: ["small-1", "small-2", "small-3"])
-        let before = try Self.snapshot(of: folder)
+        let before = try HanekeToolTests.snapshot(of: folder)
 
         let table = try await Self.haneke("inspect", folder)
         #expect(table.status == 0, "\(table.stderr)")
@@ -105,7 +92,7 @@ struct RoutedFolderTests {
         #expect(big.stdout.count == 20_000)
         #expect(try await Self.haneke("get", folder, "missing").status == 1)
 
-        let after = try Self.snapshot(of: folder)
+        let after = try HanekeToolTests.snapshot(of: folder)
         #expect(after == before, "a read-only command changed the folder: \(after.keys.sorted()) were \(before.keys.sorted())")
     }
 

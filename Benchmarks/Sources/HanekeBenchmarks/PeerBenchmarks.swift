@@ -536,26 +536,18 @@ enum DiskcacheVenv {
     private static func make() -> Result<String, Tools.Failure> {
         let python = venv + "/bin/python"
         let check = [python, "-c", "import diskcache, sys; sys.exit(diskcache.__version__ != '5.6.3')"]
-        if FileManager.default.isExecutableFile(atPath: python), shell(check) { return .success(python) }
+        if FileManager.default.isExecutableFile(atPath: python), Tools.succeeds(check) { return .success(python) }
         print("workload 9: making \(venv) with \(requirement) (once)…")
         RawFiles.removeDirectory(venv)
-        guard shell(["/usr/bin/env", "python3", "-m", "venv", venv]) || shell(["/usr/bin/python3", "-m", "venv", venv]) else {
+        guard Tools.succeeds(["/usr/bin/env", "python3", "-m", "venv", venv]) || Tools.succeeds(["/usr/bin/python3", "-m", "venv", venv]) else {
             return .failure(Tools.Failure(message: "python3 -m venv \(venv) failed (is python3 with venv installed? make bench-deps installs python3-venv)"))
         }
-        guard shell([venv + "/bin/pip", "install", "--quiet", "--disable-pip-version-check", requirement]), shell(check) else {
+        guard Tools.succeeds([venv + "/bin/pip", "install", "--quiet", "--disable-pip-version-check", requirement]), Tools.succeeds(check) else {
             return .failure(Tools.Failure(message: "pip install \(requirement) into \(venv) failed (no package index reachable?)"))
         }
         return .success(python)
     }
 
-    private static func shell(_ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
 }
 
 /// What `du` counts: st_blocks × 512 over a folder and everything below it (links not followed).

@@ -313,12 +313,12 @@ enum Pillow {
         if let cached = cache.withLock({ $0 }) { return cached }
         let result: Result<String, Tools.Failure>
         let python = venv + "/bin/python"
-        if FileManager.default.isExecutableFile(atPath: python), shell([python, "-c", "import PIL"]) {
+        if FileManager.default.isExecutableFile(atPath: python), Tools.succeeds([python, "-c", "import PIL"]) {
             result = .success(python)
         } else {
             print("workload 8: making \(venv) with Pillow (once)…")
-            if shell(["/usr/bin/env", "python3", "-m", "venv", venv]), shell([venv + "/bin/pip", "install", "--quiet", "pillow"]),
-               shell([python, "-c", "import PIL"]) {
+            if Tools.succeeds(["/usr/bin/env", "python3", "-m", "venv", venv]), Tools.succeeds([venv + "/bin/pip", "install", "--quiet", "pillow"]),
+               Tools.succeeds([python, "-c", "import PIL"]) {
                 result = .success(python)
             } else {
                 result = .failure(Tools.Failure(message: "could not make \(venv) with Pillow (python3 -m venv, pip install pillow)"))
@@ -346,14 +346,6 @@ enum Pillow {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    private static func shell(_ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
 
     /// The script: thumbnails of FILES into OUTDIR; writes its own time, in seconds, to TIMEFILE.
     static func script(in scratch: String) throws -> String {
@@ -387,6 +379,16 @@ enum Pillow {
 }
 
 enum Tools {
+    /// Runs a program (its path first) and waits for it; whether it exited with 0.
+    static func succeeds(_ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
     struct Failure: Error, CustomStringConvertible {
         var message: String
         var description: String { message }
