@@ -21,8 +21,8 @@ extension FileStore {
     ///
     /// What needs the whole index waits for it: ``count``, ``totalSize``, ``metadataSize``,
     /// ``entries()``, ``keys()``, ``entriesUsedInLastSession()``, ``trim(toSize:)``,
-    /// ``removeAll()`` and ``flush()``. To wait without blocking a thread, `await`
-    /// ``waitUntilIndexed()`` first.
+    /// ``removeAll()-91rby`` and ``flush()``. To wait without blocking a thread, `await`
+    /// ``waitUntilIndexed()-3lm97`` first.
     public var isIndexed: Bool {
         indexing.isComplete
     }

@@ -39,8 +39,8 @@ public import Logging
 /// - Opening does not wait for the index: the store walks its folder on a thread of its own and
 ///   serves reads, writes and removals meanwhile; the capacity is enforced once the index is
 ///   complete, and what needs the whole index (``count``, ``totalSize``, ``entries()``,
-///   ``trim(toSize:)``, ``removeAll()``) waits for it (see ``isIndexed`` and
-///   ``waitUntilIndexed()``).
+///   ``trim(toSize:)``, ``removeAll()-91rby``) waits for it (see ``isIndexed`` and
+///   ``waitUntilIndexed()-3lm97``).
 /// - The async methods run their I/O on an `IOExecutor` (by default the shared one, a bounded
 ///   number of threads), so they never block Swift's cooperative threads on disk I/O; the hop costs
 ///   about 1–3 µs. The synchronous methods of the same names do the same work on the caller's
@@ -94,8 +94,13 @@ public final class FileStore: Store {
     /// The other locks are never held together with these, nor with each other except as noted:
     /// - the journal's `file` lock, then its `pending` lock (``RecencyJournal/flush()``); taken
     ///   with no stripe and not `state` held, and taking none of the store's locks;
-    /// - `RecencyJournal.live` and `RecencyJournal.closing` (process-wide), `lastSession`, and the
-    ///   folder's `retired` lock: each held alone, for a dictionary, a set or an array edit.
+    /// - `RecencyJournal.live` and `RecencyJournal.closing` (process-wide), `lastSession`, the
+    ///   folder's `retired` lock, and `openings` (process-wide, the stores being indexed): each held
+    ///   alone, for a dictionary, a set or an array edit.
+    ///
+    /// The thread that builds the index (``startIndexing()``) takes `state` alone to merge what it
+    /// found, and the stripes only through eviction, as a write does; no lock is held while anyone
+    /// waits for the index.
     ///
     /// Blocking I/O under a lock: a stripe lock is held around one key's file operations (a
     /// `renameat`, or an `fstatat` and an `unlinkat`) by design, so a writer of a key waits for one
@@ -303,7 +308,7 @@ public final class FileStore: Store {
     /// ``metadataSize``.
     ///
     /// Blocks the calling thread until the store has indexed the files it found when it opened
-    /// (see ``isIndexed``); from async code, `await` ``waitUntilIndexed()`` first.
+    /// (see ``isIndexed``); from async code, `await` ``waitUntilIndexed()-3lm97`` first.
     public var totalSize: Int {
         waitUntilIndexed()
         return state.withLock { $0.entries.totalCost }
@@ -321,7 +326,7 @@ public final class FileStore: Store {
     /// The number of entries, as far as this store knows.
     ///
     /// Blocks the calling thread until the store is indexed (see ``isIndexed``); from async code,
-    /// `await` ``waitUntilIndexed()`` first.
+    /// `await` ``waitUntilIndexed()-3lm97`` first.
     public var count: Int {
         waitUntilIndexed()
         return state.withLock { $0.entries.count }

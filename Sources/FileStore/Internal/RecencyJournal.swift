@@ -192,9 +192,11 @@ final class RecencyJournal: Sendable {
     /// The bytes the journal file takes on disk, as of its last flush or rewrite.
     var allocatedSize: Int { file.withLock { $0.allocated } }
 
-    /// Makes flushes (timed, full buffer, at `exit()`, on ``close()``) keep the records in the
-    /// buffer until ``resume()``: while a store builds its index, the walk reads the journal as the
-    /// previous session left it, and the rewrite that follows starts the file again.
+    /// Makes flushes (timed, full buffer, on ``close()``) keep the records in the buffer until
+    /// ``resume()``: while a store builds its index, the walk reads the journal as the previous
+    /// session left it, and the rewrite that follows starts the file again. At `exit()` the
+    /// records are appended all the same (no rewrite will follow: the order they keep is worth
+    /// more than telling this session from the previous one).
     func pause() {
         paused.store(true, ordering: .releasing)
     }
@@ -209,9 +211,9 @@ final class RecencyJournal: Sendable {
 
     /// Appends the buffered records to the file, creating it again if it was deleted. Never creates
     /// the store's folder: when that is gone, the records are dropped with an error. Does nothing
-    /// while paused (``pause()``).
-    func flush() throws {
-        guard !isPaused else { return }
+    /// while paused (``pause()``), unless `evenIfPaused`.
+    func flush(evenIfPaused: Bool = false) throws {
+        guard evenIfPaused || !isPaused else { return }
         try file.withLock { state throws in
             let bytes = pending.withLock { pending in
                 defer {
@@ -332,6 +334,6 @@ final class RecencyJournal: Sendable {
 
     private static func flushEveryJournal() {
         let journals = live.withLock { Array($0.values) }
-        for journal in journals { try? journal.flush() }
+        for journal in journals { try? journal.flush(evenIfPaused: true) }
     }
 }
