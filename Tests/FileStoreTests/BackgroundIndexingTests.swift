@@ -240,6 +240,36 @@ struct BackgroundIndexingTests {
         #expect(try entryFiles().isEmpty)
     }
 
+    /// Reads, writes and removals racing the walk (not held anywhere): whatever the interleaving,
+    /// the index agrees with the folder once complete.
+    @Test func operationsRacingTheWalkLeaveTheIndexAgreeingWithTheFolder() async throws {
+        let keys = (0..<600).map { "key-\($0)" }
+        try fill(Array(keys.prefix(400)))
+        let (store, gate) = try openHeld(at: .walking, capacity: nil)
+        defer { gate.release() }
+        var expected = Set(keys.prefix(400))
+        var random = SeededRandomNumberGenerator(seed: 16)
+        let operations = (0..<600).map { _ in (Int(random.next() % 3), keys[Int(random.next() % 600)], Int(random.next() % 3)) }
+        gate.release()
+        for (operation, key, blocks) in operations {
+            switch operation {
+            case 0:
+                try await store.setValue(Data(count: blocks * block + 10), forKey: key)
+                expected.insert(key)
+            case 1:
+                try await store.removeValue(forKey: key)
+                expected.remove(key)
+            default:
+                #expect((try await store.value(forKey: key) != nil) == expected.contains(key))
+            }
+        }
+        await store.waitUntilIndexed()
+        #expect(Set(store.keys()) == expected)
+        #expect(store.count == expected.count)
+        #expect(try freshWalk() == (store.count, store.totalSize))
+        #expect(store.totalSize + store.metadataSize == (try allocatedBytesOfFiles()))
+    }
+
     @Test func aStoreReleasedWhileIndexingKeepsTheOrderItSawForTheNextStore() throws {
         try fill(["a", "b", "c"])
         do {
