@@ -23,6 +23,11 @@ extension FileStore {
     /// ``entries()``, ``keys()``, ``entriesUsedInLastSession()``, ``trim(toSize:)``,
     /// ``removeAll()-91rby`` and ``flush()``. To wait without blocking a thread, `await`
     /// ``waitUntilIndexed()-3lm97`` first.
+    ///
+    /// The recency journal is rewritten once the index is complete; this session's records reach
+    /// it after that (or at `exit()`). A store released while it indexes lives until its index is
+    /// complete, and a store that opens the same folder in the same process builds its own index
+    /// after it, so that it reads the whole journal.
     public var isIndexed: Bool {
         indexing.isComplete
     }
