@@ -30,6 +30,9 @@ extension FileStore {
         /// moments. `1 second` by default. Records are written in batches, never one system call
         /// per read; `exit()` and releasing the store write them at once.
         public var recencyFlushInterval: Duration
+        /// Called by the thread that builds the index at each of its steps (for tests, which hold
+        /// it there to act while the store indexes); `nil` by default.
+        var indexingHook: (@Sendable (IndexingStep) -> Void)?
 
         /// Creates a configuration.
         /// - Parameters:

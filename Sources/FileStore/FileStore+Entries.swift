@@ -26,9 +26,11 @@ extension FileStore {
     /// Every entry, most recently used first, read from the files' headers (files that are damaged
     /// or have vanished are left out).
     /// - Returns: The entries.
-    /// - Performs disk I/O: one header read per entry.
+    /// - Performs disk I/O: one header read per entry. Waits for the index first (see
+    ///   ``isIndexed``).
     public func entries() -> [Entry] {
-        entries(where: { _ in true })
+        waitUntilIndexed()
+        return entries(where: { _ in true })
     }
 
     func entries(where include: (KeyDigest) -> Bool) -> [Entry] {
@@ -59,7 +61,8 @@ extension FileStore {
 
     /// The keys of every entry, most recently used first, read from the files' headers.
     /// - Returns: The keys.
-    /// - Performs disk I/O: one header read per entry.
+    /// - Performs disk I/O: one header read per entry. Waits for the index first (see
+    ///   ``isIndexed``).
     public func keys() -> [String] {
         entries().map(\.key)
     }

@@ -3,7 +3,7 @@ import HanekeProtocols
 import Logging
 
 extension FileStore {
-    /// An entry file found when the store opened its folder.
+    /// An entry file found by a walk of the folder.
     struct FoundFile {
         var digest: KeyDigest
         var size: Int
@@ -20,73 +20,6 @@ extension FileStore {
     /// hour old (its process id may have been reused).
     static func isAbandoned(writer: Int32, status: FileStatus, now: Int64) -> Bool {
         (writer != POSIX.processID && !POSIX.processExists(writer)) || status.modified < now - 3_600_000
-    }
-
-    /// Indexes the folder: walks it (one `fstatat` per file), replays the recency journal, orders
-    /// the files by it (files the journal does not know — written by another process, or after the
-    /// last flush before a crash — by their modification time), evicts what exceeds the limits, and
-    /// rewrites the journal. Temporary files of crashed writers are deleted; nothing else is.
-    func indexFolder() throws {
-        var found: [FoundFile] = []
-        var foreign = 0
-        // File times are the system's, whatever clock the store was given.
-        let now = Self.milliseconds(Date())
-        do {
-            try folder.walk { item, directory in
-                switch item {
-                case .entry(let digest, let status):
-                    found.append(FoundFile(
-                        digest: digest,
-                        size: min(status.size, Self.largestIndexedSize),
-                        allocated: min(status.allocated, Self.largestIndexedSize),
-                        modified: status.modified,
-                        identity: status.identity
-                    ))
-                case .temporary(let location, let writer, let status) where Self.isAbandoned(writer: writer, status: status, now: now):
-                    location.name.withCString { name in
-                        // Only if it is still the file examined.
-                        if POSIX.status(of: name, in: directory)?.identity == status.identity { _ = unlinkat(directory, name, 0) }
-                    }
-                case .misplaced, .foreign:
-                    foreign += 1
-                default:
-                    break
-                }
-            }
-        } catch {
-            throw Self.ioError("Could not index the FileStore directory \(directory)", error)
-        }
-        if foreign > 0 {
-            logger.warning(
-                "The store's folder holds things that are not its own; they are left alone (haneke verify lists them)",
-                metadata: ["directory": "\(directory)", "count": "\(foreign)"]
-            )
-        }
-        let records = RecencyJournal.readRecords(in: folder)
-        let usedInLastSession = Self.usedSinceLastSessionRecord(records)
-        lastSession.withLock { $0 = usedInLastSession }
-        let ordered = Self.recencyOrder(of: found, journal: records)
-        state.withLock { state in
-            for (file, lastAccess) in ordered {
-                state.entries.setValue(
-                    EntryRecord(fileSize: file.size, allocated: file.allocated, lastAccess: lastAccess, identity: file.identity),
-                    forKey: file.digest, cost: file.allocated, expiry: .infinity
-                )
-            }
-        }
-        func rewriteJournal() {
-            do {
-                try journal.rewrite(with: currentRecencyRecords())
-            } catch {
-                logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
-            }
-        }
-        rewriteJournal()
-        // Evictions here are not journaled one by one: the journal is rewritten after them.
-        if updateMetadataSize(journaling: false) {
-            rewriteJournal()
-            updateMetadataSize()
-        }
     }
 
     /// The digests read or written after the journal's last session record (by record order, not

@@ -95,6 +95,7 @@ extension FileStore {
                 guard current == status.identity else { return [] }
                 return state.withLock { state in
                     if !state.entries.contains(digest, now: -.infinity) {
+                        state.settle(digest)
                         let allocated = min(status.allocated, Self.largestIndexedSize)
                         state.entries.setValue(
                             EntryRecord(fileSize: fileSize, allocated: allocated, lastAccess: time, identity: status.identity),
@@ -119,7 +120,10 @@ extension FileStore {
             } catch {
                 return .failure(error)
             }
-            _ = state.withLock { $0.entries.removeValue(forKey: digest) }
+            state.withLock { state in
+                state.settle(digest)
+                state.entries.removeValue(forKey: digest)
+            }
             return .success(true)
         }
         // Logged and journaled with no lock held.
@@ -141,7 +145,12 @@ extension FileStore {
         logger.warning("What is at an entry's name is not an entry file", metadata: ["path": "\(path)", "reason": "\(reason)"])
         counter.recordError()
         let outcome = stripe(for: digest).withLock { _ -> Result<Bool, any Error> in
-            defer { _ = state.withLock { $0.entries.removeValue(forKey: digest) } }
+            defer {
+                state.withLock { state in
+                    state.settle(digest)
+                    state.entries.removeValue(forKey: digest)
+                }
+            }
             do {
                 let removed = try folder.withShard(digest.shard, create: false) { shard -> Bool in
                     let name = digest.hex
@@ -172,7 +181,10 @@ extension FileStore {
         stripe(for: digest).withLock { _ in
             let present = (try? folder.withShard(digest.shard, create: false) { POSIX.status(of: digest.hex, in: $0) != nil }) ?? nil
             guard present != true else { return }
-            _ = state.withLock { $0.entries.removeValue(forKey: digest) }
+            state.withLock { state in
+                state.settle(digest)
+                state.entries.removeValue(forKey: digest)
+            }
         }
     }
 }

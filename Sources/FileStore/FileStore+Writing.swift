@@ -44,6 +44,7 @@ extension FileStore {
                         return try stripe(for: digest).withLock { _ throws(POSIX.Failure) in
                             try POSIX.rename(temporary, to: name, in: shard, path: path(for: digest))
                             return state.withLock { state in
+                                state.settle(digest)
                                 state.entries.setValue(
                                     EntryRecord(fileSize: fileSize, allocated: status.allocated, lastAccess: created, identity: status.identity),
                                     forKey: digest,
@@ -148,7 +149,10 @@ extension FileStore {
         do {
             try stripe(for: digest).withLock { _ throws in
                 _ = try removeFile(of: digest, ifStill: nil)
-                _ = state.withLock { $0.entries.removeValue(forKey: digest) }
+                state.withLock { state in
+                    state.settle(digest)
+                    state.entries.removeValue(forKey: digest)
+                }
             }
         } catch {
             counter.recordError()

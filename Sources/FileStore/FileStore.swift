@@ -36,6 +36,11 @@ public import Logging
 ///   the folder, so the LRU order survives a restart; the journal is written at most
 ///   ``Configuration/recencyFlushInterval`` after a read or a write, and at `exit()`. Capacity is
 ///   enforced on the write path, evicting the least recently used entries first.
+/// - Opening does not wait for the index: the store walks its folder on a thread of its own and
+///   serves reads, writes and removals meanwhile; the capacity is enforced once the index is
+///   complete, and what needs the whole index (``count``, ``totalSize``, ``entries()``,
+///   ``trim(toSize:)``, ``removeAll()-91rby``) waits for it (see ``isIndexed`` and
+///   ``waitUntilIndexed()-3lm97``).
 /// - The async methods run their I/O on an `IOExecutor` (by default the shared one, a bounded
 ///   number of threads), so they never block Swift's cooperative threads on disk I/O; the hop costs
 ///   about 1–3 µs. The synchronous methods of the same names do the same work on the caller's
@@ -89,8 +94,13 @@ public final class FileStore: Store {
     /// The other locks are never held together with these, nor with each other except as noted:
     /// - the journal's `file` lock, then its `pending` lock (``RecencyJournal/flush()``); taken
     ///   with no stripe and not `state` held, and taking none of the store's locks;
-    /// - `RecencyJournal.live` and `RecencyJournal.closing` (process-wide), `lastSession`, and the
-    ///   folder's `retired` lock: each held alone, for a dictionary, a set or an array edit.
+    /// - `RecencyJournal.live` and `RecencyJournal.closing` (process-wide), `lastSession`, the
+    ///   folder's `retired` lock, and `openings` (process-wide, the stores being indexed): each held
+    ///   alone, for a dictionary, a set or an array edit.
+    ///
+    /// The thread that builds the index (``startIndexing()``) takes `state` alone to merge what it
+    /// found, and the stripes only through eviction, as a write does; no lock is held while anyone
+    /// waits for the index.
     ///
     /// Blocking I/O under a lock: a stripe lock is held around one key's file operations (a
     /// `renameat`, or an `fstatat` and an `unlinkat`) by design, so a writer of a key waits for one
@@ -117,12 +127,26 @@ public final class FileStore: Store {
     /// The entries read or written during the previous session (after the last session record of
     /// the journal found at open). Its lock is held alone, to set or copy the set.
     let lastSession = Locked<Set<KeyDigest>>([])
+    /// Whether the index is complete, and what waits for it (see ``isIndexed``).
+    let indexing = Indexing()
 
     /// What the store knows of its files: recency order, size and last access of each entry.
     struct IndexState: Sendable {
         var entries = LRUList<KeyDigest, EntryRecord>()
         /// The bytes the marker and the journal take on disk, counted against the capacity.
         var metadataSize = 0
+        /// While the index is being built (`nil` once it is complete): the digests whose entry this
+        /// store has set or removed since the walk began — written, read and added, removed,
+        /// discarded. What the walk found for them is dropped: the store's own operation knows
+        /// better (a file removed stays removed; a file written counts once, with its new size).
+        /// Eviction waits for the index meanwhile.
+        var settledWhileIndexing: Set<KeyDigest>? = []
+
+        /// Records that this store has set or removed the entry of `digest` (see
+        /// ``settledWhileIndexing``).
+        mutating func settle(_ digest: KeyDigest) {
+            settledWhileIndexing?.insert(digest)
+        }
     }
 
     /// An entry in the index; the bytes it takes on disk are also its cost in the `LRUList`.
@@ -143,8 +167,9 @@ public final class FileStore: Store {
         var identity: FileIdentity?
     }
 
-    /// Opens (and creates, if needed) a store in `directory`, indexing the files already there and
-    /// evicting the least recently used ones if they exceed the configured limits.
+    /// Opens (and creates, if needed) a store in `directory`, and starts indexing the files already
+    /// there in the background; once they are indexed, the least recently used are evicted if they
+    /// exceed the configured limits (see ``isIndexed``).
     /// - Parameters:
     ///   - directory: The path of the store's directory: a new or empty folder, or one a store made.
     ///   - configuration: Limits and policies.
@@ -154,7 +179,8 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` with code `notAStore` when the folder holds files but is not a
     ///   store's, `unsafeDirectory` when it belongs to another user or others may write to it, `io`
     ///   when it cannot be created or read.
-    /// - Performs disk I/O: one `fstatat` per file already in the directory.
+    /// - Performs disk I/O: opens and checks the folder and its marker. The files already there are
+    ///   indexed afterwards (one `fstatat` each) on a thread of the store's own.
     public init(
         directory: String,
         configuration: Configuration = Configuration(),
@@ -174,7 +200,14 @@ public final class FileStore: Store {
         self.journal = RecencyJournal(folder: folder)
         self.stripes = (0..<64).map { _ in Locked(0) }
         self.sessionStart = Self.milliseconds(configuration.clock.now())
-        try indexFolder()
+        // What the marker and the journal take, for the size checks of writes made while indexing
+        // (a journal is written once the store is indexed: a block at least).
+        let metadata = (POSIX.status(of: StoreNames.marker, in: folder.descriptor)?.allocated ?? 0)
+            + max(POSIX.status(of: StoreNames.journal, in: folder.descriptor)?.allocated ?? 0, blockSize)
+        state.withLock { $0.metadataSize = metadata }
+        // The journal is read by the walk and rewritten after it: this session's records wait.
+        journal.pause()
+        startIndexing()
     }
 
     /// Opens a store in `directory` with a capacity in bytes.
@@ -240,8 +273,10 @@ public final class FileStore: Store {
     /// Removes every entry. The store stays usable, also while this runs: writes made after it
     /// returns are kept. Files that are not the store's are left where they are.
     /// - Throws: `StoreError` with code `io` when the files cannot be removed.
-    /// - Performs disk I/O: proportional to the number of files.
+    /// - Performs disk I/O: proportional to the number of files. Waits for the index first (see
+    ///   ``isIndexed``).
     public func removeAll() throws {
+        waitUntilIndexed()
         try deleteAll()
     }
 
@@ -271,14 +306,31 @@ public final class FileStore: Store {
     /// The bytes the entries' files take on disk — allocated blocks, what `du` counts — as far as
     /// this store knows; `0` when the store is empty. The capacity bounds this figure plus
     /// ``metadataSize``.
-    public var totalSize: Int { state.withLock { $0.entries.totalCost } }
+    ///
+    /// Blocks the calling thread until the store has indexed the files it found when it opened
+    /// (see ``isIndexed``); from async code, `await` ``waitUntilIndexed()-3lm97`` first.
+    public var totalSize: Int {
+        waitUntilIndexed()
+        return state.withLock { $0.entries.totalCost }
+    }
 
     /// The bytes the store's own files, its marker and its journal, take on disk. `du -s` of the
     /// folder is ``totalSize`` plus this, plus the folders themselves.
-    public var metadataSize: Int { state.withLock { $0.metadataSize } }
+    ///
+    /// Blocks the calling thread until the store is indexed (see ``isIndexed``).
+    public var metadataSize: Int {
+        waitUntilIndexed()
+        return state.withLock { $0.metadataSize }
+    }
 
     /// The number of entries, as far as this store knows.
-    public var count: Int { state.withLock { $0.entries.count } }
+    ///
+    /// Blocks the calling thread until the store is indexed (see ``isIndexed``); from async code,
+    /// `await` ``waitUntilIndexed()-3lm97`` first.
+    public var count: Int {
+        waitUntilIndexed()
+        return state.withLock { $0.entries.count }
+    }
 
     /// Evicts least recently used entries until the store's files take at most `size` bytes on disk
     /// (its marker and journal included, and two blocks kept free for the journal, so a size below
@@ -286,8 +338,10 @@ public final class FileStore: Store {
     /// - Parameter size: The total size to stay within; `0` empties the store.
     /// - Throws: `StoreError` with code `io` when some evicted files could not be deleted (after
     ///   trying every one): how many, and the first failure as the cause.
-    /// - Performs disk I/O: one `unlinkat` per evicted entry.
+    /// - Performs disk I/O: one `unlinkat` per evicted entry. Waits for the index first (see
+    ///   ``isIndexed``).
     public func trim(toSize size: Int) throws {
+        waitUntilIndexed()
         let victims = state.withLock { state in
             Self.evict(&state.entries, countLimit: nil, capacity: entryCapacity(size, metadataSize: state.metadataSize))
         }
@@ -301,9 +355,12 @@ public final class FileStore: Store {
     }
 
     /// Writes the buffered recency records to the journal now, rather than within
-    /// ``Configuration/recencyFlushInterval``.
+    /// ``Configuration/recencyFlushInterval``. Waits for the index first (see ``isIndexed``): until
+    /// the store has indexed its folder, its records wait, so that the walk reads the journal as
+    /// the previous session left it.
     /// - Throws: `StoreError` with code `io` when the journal cannot be written.
     public func flush() throws {
+        waitUntilIndexed()
         do {
             try journal.flush()
             updateMetadataSize()
@@ -358,9 +415,11 @@ public final class FileStore: Store {
         try await executor.run { try self.deleteValue(forKey: key) }
     }
 
-    /// Removes every entry on the I/O executor.
+    /// Removes every entry on the I/O executor, once the store is indexed (waiting for the index
+    /// blocks no thread; see ``isIndexed``).
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func removeAll() async throws {
+        await waitUntilIndexed()
         try await executor.run { try self.deleteAll() }
     }
 
@@ -474,9 +533,12 @@ public final class FileStore: Store {
     /// of 4 KiB took about 10% longer, measured with FileProbe. The journal's blocks count
     /// against the capacity either way.)
     func flushJournal() {
+        // Until the index is complete, the records wait (see `RecencyJournal.pause()`); building
+        // the index flushes them when it is done.
+        guard !journal.isPaused else { return }
         do {
             try journal.flush()
-            if journal.recordsInFile > 4 * count + 16_384 {
+            if journal.recordsInFile > 4 * state.withLock({ $0.entries.count }) + 16_384 {
                 try journal.rewrite(with: currentRecencyRecords())
             }
             updateMetadataSize()
@@ -530,8 +592,10 @@ public final class FileStore: Store {
     /// store opened this directory, as the journal records it (Haneke's "last session" preload) —
     /// most recently used first. Empty when no earlier session is recorded.
     /// - Returns: The entries, read from their headers.
-    /// - Performs disk I/O: one header read per entry.
+    /// - Performs disk I/O: one header read per entry. Waits for the index first (see
+    ///   ``isIndexed``).
     public func entriesUsedInLastSession() -> [Entry] {
+        waitUntilIndexed()
         let used = lastSession.withLock { $0 }
         guard !used.isEmpty else { return [] }
         return entries(where: { used.contains($0) })
@@ -577,6 +641,9 @@ public final class FileStore: Store {
 
     /// `evict` to the configured count limit and to the capacity left after the metadata.
     func evictToLimits(_ state: inout IndexState) -> [Victim] {
+        // While the index is incomplete, its order and its sizes are not the folder's: eviction
+        // waits, and runs once when the index is complete.
+        guard state.settledWhileIndexing == nil else { return [] }
         let metadataSize = state.metadataSize
         return Self.evict(&state.entries, countLimit: configuration.countLimit, capacity: configuration.capacity.map { entryCapacity($0, metadataSize: metadataSize) })
     }

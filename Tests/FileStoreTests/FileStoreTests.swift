@@ -14,6 +14,9 @@ struct FileStoreTests {
         directory = try TemporaryDirectory(prefix: "filestore")
     }
 
+    /// Opens a store on the folder and waits until it has indexed it: these tests are about what a
+    /// store does once open (BackgroundIndexingTests hold the index's builder to test the store
+    /// while it indexes).
     func open(
         capacity: Int? = 100 << 20,
         countLimit: Int? = nil,
@@ -21,10 +24,12 @@ struct FileStoreTests {
         clock: any StoreClock = SystemClock(),
         durableWrites: Bool = false
     ) throws -> FileStore {
-        try FileStore(
+        let store = try FileStore(
             directory: directory.path,
             configuration: .init(capacity: capacity, countLimit: countLimit, timeToLive: timeToLive, clock: clock, durableWrites: durableWrites)
         )
+        store.waitUntilIndexed()
+        return store
     }
 
     /// The size of an entry's file: the 40-byte header, the key, the value.

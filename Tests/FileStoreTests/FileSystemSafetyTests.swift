@@ -19,8 +19,11 @@ struct FileSystemSafetyTests {
         directory = try TemporaryDirectory(prefix: "safety")
     }
 
+    /// Opens a store and waits until it has indexed its folder (and deleted what opening deletes).
     func open(_ path: String? = nil, access: FileStore.Access = .owner, capacity: Int? = nil) throws -> FileStore {
-        try FileStore(directory: path ?? directory.path, configuration: .init(capacity: capacity, access: access))
+        let store = try FileStore(directory: path ?? directory.path, configuration: .init(capacity: capacity, access: access))
+        store.waitUntilIndexed()
+        return store
     }
 
     // MARK: - Helpers
@@ -378,6 +381,7 @@ struct FileSystemSafetyTests {
     @Test func recencyReachesTheJournalWithoutAFlushOrARelease() async throws {
         #expect(FileStore.Configuration().recencyFlushInterval == .seconds(1))
         let store = try FileStore(directory: directory.path, configuration: .init(recencyFlushInterval: .milliseconds(50)))
+        await store.waitUntilIndexed()   // the journal is rewritten once the store is indexed
         let journal = directory.appending(".haneke-journal")
         let opened = try #require(try FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int)
         for key in ["a", "b", "c"] { try await store.setValue(Data([1]), forKey: key) }

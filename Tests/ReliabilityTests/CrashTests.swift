@@ -79,7 +79,9 @@ struct CrashTests {
 
     func check(_ directory: String, compressed: Bool, acknowledged: [String: Int], tally: inout Tally) async throws {
         let store = try FileStore(directory: directory, configuration: .init(capacity: nil))
-        // Opening removed the killed writer's temporary files.
+        // Indexing the folder, in the background after opening, removed the killed writer's
+        // temporary files.
+        await store.waitUntilIndexed()
         let temporaries = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.contains(".haneke-tmp.") }
         tally.leftoverTemporaryFiles += temporaries.count
         let view = store.compressed()

@@ -1,4 +1,5 @@
 import HanekeProtocols
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -73,6 +74,8 @@ final class RecencyJournal: Sendable {
     /// a buffer (a few KiB) on a flush, and the whole new journal's write and rename on a rewrite,
     /// during which a flush, ``recordsInFile`` and ``allocatedSize`` wait (``append(_:)`` does not).
     private let file = Locked(FileState())
+    /// Whether flushes wait (``pause()``).
+    private let paused = Atomic<Bool>(false)
 
     /// A journal for the store's folder, flushed at `exit()` until ``close()``.
     init(folder: StoreFolder) {
@@ -189,9 +192,28 @@ final class RecencyJournal: Sendable {
     /// The bytes the journal file takes on disk, as of its last flush or rewrite.
     var allocatedSize: Int { file.withLock { $0.allocated } }
 
+    /// Makes flushes (timed, full buffer, on ``close()``) keep the records in the buffer until
+    /// ``resume()``: while a store builds its index, the walk reads the journal as the previous
+    /// session left it, and the rewrite that follows starts the file again. At `exit()` the
+    /// records are appended all the same (no rewrite will follow: the order they keep is worth
+    /// more than telling this session from the previous one).
+    func pause() {
+        paused.store(true, ordering: .releasing)
+    }
+
+    /// Lets flushes write again (the caller flushes what waited).
+    func resume() {
+        paused.store(false, ordering: .releasing)
+    }
+
+    /// Whether flushes wait (``pause()``).
+    var isPaused: Bool { paused.load(ordering: .acquiring) }
+
     /// Appends the buffered records to the file, creating it again if it was deleted. Never creates
-    /// the store's folder: when that is gone, the records are dropped with an error.
-    func flush() throws {
+    /// the store's folder: when that is gone, the records are dropped with an error. Does nothing
+    /// while paused (``pause()``), unless `evenIfPaused`.
+    func flush(evenIfPaused: Bool = false) throws {
+        guard evenIfPaused || !isPaused else { return }
         try file.withLock { state throws in
             let bytes = pending.withLock { pending in
                 defer {
@@ -312,6 +334,6 @@ final class RecencyJournal: Sendable {
 
     private static func flushEveryJournal() {
         let journals = live.withLock { Array($0.values) }
-        for journal in journals { try? journal.flush() }
+        for journal in journals { try? journal.flush(evenIfPaused: true) }
     }
 }

@@ -1,0 +1,221 @@
+import Dispatch
+import Foundation
+import HanekeProtocols
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension FileStore {
+    /// Whether the store has finished indexing the files it found when it opened.
+    ///
+    /// A store opens without walking its folder: ``init(directory:configuration:name:logger:executor:)``
+    /// checks the folder and returns, and a thread of the store's own walks the folder (one
+    /// `fstatat` per file), replays the recency journal and merges what it found into the index.
+    /// Reads, writes and removals work meanwhile, and their effects win over what the walk found:
+    /// a key removed while the store indexes stays removed, a key written is counted once, with its
+    /// new size. The capacity and the count limit are enforced once the index is complete (the
+    /// least recently used entries are then evicted, once), not during the walk.
+    ///
+    /// What needs the whole index waits for it: ``count``, ``totalSize``, ``metadataSize``,
+    /// ``entries()``, ``keys()``, ``entriesUsedInLastSession()``, ``trim(toSize:)``,
+    /// ``removeAll()-91rby`` and ``flush()``. To wait without blocking a thread, `await`
+    /// ``waitUntilIndexed()-3lm97`` first.
+    ///
+    /// The recency journal is rewritten once the index is complete; this session's records reach
+    /// it after that (or at `exit()`). A store released while it indexes lives until its index is
+    /// complete, and a store that opens the same folder in the same process builds its own index
+    /// after it, so that it reads the whole journal.
+    public var isIndexed: Bool {
+        indexing.isComplete
+    }
+
+    /// Suspends until the store has indexed the files it found when it opened (see
+    /// ``isIndexed``), without blocking a thread; returns at once when it has.
+    ///
+    /// Once it returns, ``count``, ``totalSize`` and the other members that need the whole index
+    /// answer without waiting.
+    public func waitUntilIndexed() async {
+        guard !indexing.isComplete else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            indexing.group.notify(queue: .global()) { continuation.resume() }
+        }
+    }
+
+    /// Blocks the calling thread until the store has indexed the files it found when it opened
+    /// (see ``isIndexed``); returns at once when it has. The index is built on a thread of the
+    /// store's own, never on the I/O executor nor on Swift's cooperative threads, so any number of
+    /// threads may wait without keeping it from finishing; from async code, prefer
+    /// `await waitUntilIndexed()`, which blocks no thread.
+    public func waitUntilIndexed() {
+        indexing.wait()
+    }
+
+    /// The progress of the index built in the background (see ``isIndexed``).
+    final class Indexing: Sendable {
+        /// Left once the index is complete (and the capacity enforced): what waiters wait on.
+        let group = DispatchGroup()
+        private let complete = Atomic<Bool>(false)
+
+        init() {
+            group.enter()
+        }
+
+        var isComplete: Bool { complete.load(ordering: .acquiring) }
+
+        func wait() {
+            guard !isComplete else { return }
+            group.wait()
+        }
+
+        func finish() {
+            complete.store(true, ordering: .releasing)
+            group.leave()
+        }
+    }
+
+    /// Where the walk that builds the index is, for tests that act between its steps.
+    enum IndexingStep: Sendable {
+        /// The walk is about to start.
+        case walking
+        /// The walk and the journal's replay are done; what they found is about to be merged into
+        /// the index.
+        case merging
+    }
+
+    /// The stores of this process whose index is being built, by folder: a store that opens a folder
+    /// builds its index after the stores that opened it before have built theirs (and, if they have
+    /// been released, have written their journal), so that it reads their whole journal. Held
+    /// alone, for an array edit.
+    private static let openings = Locked<[String: [DispatchGroup]]>([:])
+
+    /// Starts building the index on a thread of its own (not the I/O executor, whose threads its
+    /// waiters may hold, nor Swift's cooperative pool). The thread holds the store until the index
+    /// is complete; a store released meanwhile goes (and writes its journal) when it is done.
+    func startIndexing() {
+        let path = directory
+        let done = DispatchGroup()
+        done.enter()
+        let earlier = Self.openings.withLock { openings -> [DispatchGroup] in
+            defer { openings[path, default: []].append(done) }
+            return openings[path] ?? []
+        }
+        let holder = Locked<FileStore?>(self)
+        let thread = Thread {
+            for opening in earlier { opening.wait() }
+            Self.buildIndex(of: holder)
+            // The store goes here if it was released while indexing: its journal is then in the
+            // list that the next store opening the folder closes first.
+            holder.withLock { $0 = nil }
+            Self.openings.withLock { openings in
+                openings[path]?.removeAll { $0 === done }
+                if openings[path]?.isEmpty == true { openings[path] = nil }
+            }
+            done.leave()
+        }
+        thread.name = "haneke.index"
+        thread.start()
+    }
+
+    private static func buildIndex(of holder: Locked<FileStore?>) {
+        guard let store = holder.withLock({ $0 }) else { return }
+        store.buildIndex()
+    }
+
+    /// Builds the index: walks the folder (one `fstatat` per file), replays the recency journal,
+    /// orders the files by it (files the journal does not know — written by another process, or
+    /// after the last flush before a crash — by their modification time), merges them under what
+    /// this store did meanwhile, evicts what exceeds the limits, and rewrites the journal.
+    /// Temporary files of crashed writers are deleted; nothing else is.
+    private func buildIndex() {
+        // A store released before this one started building has its last records written now.
+        RecencyJournal.closePending(inFolder: directory)
+        configuration.indexingHook?(.walking)
+        let found = walkFolder()
+        let records = RecencyJournal.readRecords(in: folder)
+        lastSession.withLock { $0 = Self.usedSinceLastSessionRecord(records) }
+        var walked = LRUList<KeyDigest, EntryRecord>()
+        for (file, lastAccess) in Self.recencyOrder(of: found, journal: records) {
+            walked.setValue(
+                EntryRecord(fileSize: file.size, allocated: file.allocated, lastAccess: lastAccess, identity: file.identity),
+                forKey: file.digest, cost: file.allocated, expiry: .infinity
+            )
+        }
+        configuration.indexingHook?(.merging)
+        state.withLock { state in
+            // What this store wrote, read, removed or discarded during the walk is known better than
+            // the walk knew it; it is also more recent than anything the walk found.
+            for digest in state.settledWhileIndexing ?? [] { walked.removeValue(forKey: digest) }
+            for digest in state.entries.keysByRecency.reversed() {
+                if let record = state.entries.peekValue(forKey: digest) {
+                    walked.setValue(record, forKey: digest, cost: record.allocated, expiry: .infinity)
+                }
+            }
+            state.entries = walked
+            state.settledWhileIndexing = nil
+        }
+        func rewriteJournal() {
+            do {
+                try journal.rewrite(with: currentRecencyRecords())
+            } catch {
+                logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            }
+        }
+        rewriteJournal()
+        // Evictions here are not journaled one by one: the journal is rewritten after them.
+        if updateMetadataSize(journaling: false) {
+            rewriteJournal()
+            updateMetadataSize()
+        }
+        // The records of reads and writes made during the walk follow the rewritten journal.
+        journal.resume()
+        flushJournal()
+        indexing.finish()
+    }
+
+    /// Walks the folder: the entry files found, and abandoned temporary files deleted. A walk that
+    /// fails part way is logged and gives what it found.
+    private func walkFolder() -> [FoundFile] {
+        var found: [FoundFile] = []
+        var foreign = 0
+        // File times are the system's, whatever clock the store was given.
+        let now = Self.milliseconds(Date())
+        do {
+            try folder.walk { item, directory in
+                switch item {
+                case .entry(let digest, let status):
+                    found.append(FoundFile(
+                        digest: digest,
+                        size: min(status.size, Self.largestIndexedSize),
+                        allocated: min(status.allocated, Self.largestIndexedSize),
+                        modified: status.modified,
+                        identity: status.identity
+                    ))
+                case .temporary(let location, let writer, let status) where Self.isAbandoned(writer: writer, status: status, now: now):
+                    location.name.withCString { name in
+                        // Only if it is still the file examined.
+                        if POSIX.status(of: name, in: directory)?.identity == status.identity { _ = unlinkat(directory, name, 0) }
+                    }
+                case .misplaced, .foreign:
+                    foreign += 1
+                default:
+                    break
+                }
+            }
+        } catch {
+            logger.warning(
+                "Could not index the whole FileStore directory; the files not listed are not counted until read",
+                metadata: ["directory": "\(directory)", "error": "\(error)"]
+            )
+        }
+        if foreign > 0 {
+            logger.warning(
+                "The store's folder holds things that are not its own; they are left alone (haneke verify lists them)",
+                metadata: ["directory": "\(directory)", "count": "\(foreign)"]
+            )
+        }
+        return found
+    }
+}
