@@ -60,7 +60,7 @@ struct CrashTests {
             // acknowledgement may be the line the kill cut).
             if mode == "routed" { interrupted.formUnion([last + 1, last + 2].map { "key-\($0 % 40)" }) }
             if mode == "sqlite" || mode == "routed" {
-                try checkDatabase(directory.path, routed: mode == "routed", acknowledged: acknowledged, interrupted: interrupted, tally: &tally)
+                try await checkDatabase(directory.path, routed: mode == "routed", acknowledged: acknowledged, interrupted: interrupted, tally: &tally)
             } else {
                 try await check(directory.path, compressed: mode == "compressed", acknowledged: acknowledged, tally: &tally)
             }
@@ -114,9 +114,10 @@ struct CrashTests {
     /// routed write removes the key from the other store before it writes (so a kill never leaves
     /// the key in both, or an older value to be read): a key whose write the kill interrupted may
     /// be missing — never older than acknowledged, never wrong.
-    func checkDatabase(_ directory: String, routed: Bool, acknowledged: [String: Int], interrupted: Set<String>, tally: inout Tally) throws {
+    func checkDatabase(_ directory: String, routed: Bool, acknowledged: [String: Int], interrupted: Set<String>, tally: inout Tally) async throws {
         let small = try SQLiteStore(directory: directory, configuration: .init(capacity: nil))
         let files = routed ? try FileStore(directory: directory, configuration: .init(capacity: nil)) : nil
+        await files?.waitUntilIndexed()
         let temporaries = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.contains(".haneke-tmp.") }
         tally.leftoverTemporaryFiles += temporaries.count
         let inDatabase = Set(try small.entries().map(\.key))
@@ -126,7 +127,8 @@ struct CrashTests {
             tally.problems.append("\(key): in both stores")
         }
         for key in acknowledged.keys {
-            let value = try small.value(forKey: key) ?? files?.value(forKey: key)
+            var value = try await small.value(forKey: key)
+            if value == nil { value = try await files?.value(forKey: key) }
             tally.valuesChecked += 1
             guard let value else {
                 if interrupted.contains(key) { continue }
