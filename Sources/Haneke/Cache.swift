@@ -254,7 +254,10 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         get async {
             var total = 0
             for stack in formats.withLock({ Array($0.values) }) {
-                total += await stack.disk?.base?.totalSize ?? 0
+                if let disk = await stack.disk?.base {
+                    await disk.waitUntilIndexed()   // its size is known once it has indexed its files
+                    total += disk.totalSize
+                }
                 total += await stack.small?.base?.totalSize ?? 0
             }
             return total
@@ -297,6 +300,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
                 do { try await small.executor.run { try small.flush() } } catch { firstError = firstError ?? error }
             }
             guard let disk = await stack.disk?.base else { continue }
+            await disk.waitUntilIndexed()
             do { try await disk.executor.run { try disk.flush() } } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }

@@ -16,6 +16,7 @@ enum Preloader {
         logger: Logger
     ) async {
         // Most recently used first; the headers are read on the disk's executor, not here.
+        await disk.waitUntilIndexed()   // suspends; an executor thread would otherwise wait for it
         let entries = (try? await disk.executor.run { policy == .lastSession ? disk.entriesUsedInLastSession() : disk.entries() }) ?? []
         var loaded = 0
         for entry in entries {
