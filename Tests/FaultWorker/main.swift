@@ -74,20 +74,22 @@ switch arguments[1] {
 case "write-forever":
     guard arguments.count >= 4, let first = Int(arguments[3]) else { exit(2) }
     let mode = arguments.count > 4 ? arguments[4] : "plain"
-    let file = try FileStore(directory: directory, configuration: .init(capacity: nil))
-    let store = file.compressed()
+    // Only the stores the mode writes with: a FileStore opened for nothing would index (and
+    // rewrite its journal) while the SQLiteStore alone is being killed.
+    let file = mode == "sqlite" ? nil : try FileStore(directory: directory, configuration: .init(capacity: nil))
+    let store = file?.compressed()
     let small = mode == "sqlite" || mode == "routed" ? try SQLiteStore(directory: directory, configuration: .init(capacity: nil)) : nil
-    let routed = small.map { $0.routingLargeValues(over: 16 << 10, to: file) }
+    let routed = mode == "routed" ? small!.routingLargeValues(over: 16 << 10, to: file!) : nil
     var sequence = first
     while true {
         sequence += 1
         let key = "key-\(sequence % 40)"
         let value = WorkerValue.make(key: key, sequence: sequence)
         switch mode {
-        case "compressed": try await store.setValue(value, forKey: key)
+        case "compressed": try await store!.setValue(value, forKey: key)
         case "sqlite": try small!.setValue(value, forKey: key)
         case "routed": try await routed!.setValue(value, forKey: key)
-        default: try file.setValue(value, forKey: key)
+        default: try file!.setValue(value, forKey: key)
         }
         line("ack \(key) \(sequence)")
     }
