@@ -67,6 +67,12 @@ public final class SQLiteStore: Store {
         /// Uses not yet written: when each row was last read, by id.
         var uses: [Int64: Int64] = [:]
         var flushScheduled = false
+
+        /// Writes the uses kept in memory to the database and forgets them.
+        mutating func writeUses() throws {
+            try database.touch(uses)
+            uses = [:]
+        }
     }
 
     /// Opens the store in `directory`, creating the folder and the database when missing.
@@ -174,9 +180,10 @@ public final class SQLiteStore: Store {
         var key = key
         let removed = try key.withUTF8 { key in
             try state.withLock { state -> Bool in
-                guard case .found = try state.database.lookup(id: id, key: UnsafeRawBufferPointer(key), withValue: false) else { return false }
+                // Only the row of this key: another key's row under the same id stays.
+                guard try state.database.delete(id: id, key: UnsafeRawBufferPointer(key)) else { return false }
                 state.uses[id] = nil
-                return try state.database.delete(id: id)
+                return true
             }
         }
         if removed { counter.recordRemoval() }
@@ -243,8 +250,7 @@ public final class SQLiteStore: Store {
     /// - Throws: `StoreError` with code `io` when the database cannot be written.
     public func flush() throws {
         try state.withLock { state in
-            try state.database.touch(state.uses)
-            state.uses = [:]
+            try state.writeUses()
             try state.database.checkpoint()
         }
     }
@@ -254,8 +260,7 @@ public final class SQLiteStore: Store {
     /// - Throws: `StoreError` when the database cannot be read.
     public func entries() throws -> [Entry] {
         try state.withLock { state in
-            try state.database.touch(state.uses)
-            state.uses = [:]
+            try state.writeUses()
             var entries: [Entry] = []
             try state.database.allRows(withValues: false) { entries.append(Entry(row: $0)) }
             return entries
@@ -405,8 +410,7 @@ public final class SQLiteStore: Store {
         var used = (pages.total - pages.free) * Self.pageSize + reserve
         guard used > size || pages.total * Self.pageSize + reserve > size else { return }
         if used > size {
-            try state.database.touch(state.uses)
-            state.uses = [:]
+            try state.writeUses()
             // Down to 95 % of the limit, so that the next writes do not each evict again.
             var excess = used - size + size / 20
             var evicted = 0
@@ -440,8 +444,7 @@ public final class SQLiteStore: Store {
             do {
                 try self.state.withLock { state in
                     state.flushScheduled = false
-                    try state.database.touch(state.uses)
-                    state.uses = [:]
+                    try state.writeUses()
                 }
             } catch {
                 logger.warning("Could not record uses", metadata: ["directory": "\(directory)", "error": "\(error)"])

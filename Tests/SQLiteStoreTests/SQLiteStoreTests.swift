@@ -125,6 +125,9 @@ struct SQLiteStoreTests {
         #expect(try store.value(forKey: "key-AAAA") == nil)
         #expect(try store.value(forKey: "key-BBBB") == nil)   // its MD5 picks another row
         #expect(try store.entries().map(\.key) == ["key-BBBB"])
+        try store.removeValue(forKey: "key-AAAA")   // its id's row holds another key: left alone
+        #expect(try store.entries().map(\.key) == ["key-BBBB"])
+        #expect(store.statistics.removals == 0)
     }
 
     /// A database cut short (a disk that lost its end): values still there read whole, the rest

@@ -46,6 +46,7 @@ final class Database: @unchecked Sendable {
         case selectHeader = "SELECT id, checksum, created, expires, used, key, length(value) FROM entries WHERE id = ?1"
         case upsert = "INSERT OR REPLACE INTO entries(id, checksum, created, expires, used, key, value) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
         case delete = "DELETE FROM entries WHERE id = ?1"
+        case deleteKey = "DELETE FROM entries WHERE id = ?1 AND key = ?2"
         case touch = "UPDATE entries SET used = ?2 WHERE id = ?1 AND used < ?2"
         case oldest = "SELECT id, length(key) + length(value) FROM entries ORDER BY used LIMIT ?1"
         case pageCount = "PRAGMA page_count"
@@ -102,7 +103,7 @@ final class Database: @unchecked Sendable {
                 try execute("PRAGMA wal_autocheckpoint = \(walPages)")
                 try execute("PRAGMA journal_size_limit = \(walPages * pageSize)")
             }
-            for statement in Statement.allCases where !(readOnly && [.upsert, .delete, .touch].contains(statement)) {
+            for statement in Statement.allCases where !(readOnly && [.upsert, .delete, .deleteKey, .touch].contains(statement)) {
                 var prepared: OpaquePointer?
                 let rc = sqlite3_prepare_v3(handle, statement.rawValue, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
                 guard rc == SQLITE_OK, let prepared else { throw failure(rc, "Could not prepare a statement on \(path)") }
@@ -200,6 +201,21 @@ final class Database: @unchecked Sendable {
         let statement = try use(.delete)
         defer { sqlite3_reset(statement) }
         sqlite3_bind_int64(statement, 1, id)
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE else { throw failure(rc, "Could not delete from \(path)") }
+        return sqlite3_changes(handle) > 0
+    }
+
+    /// Deletes the row under `id` when it holds `key`; whether there was one.
+    func delete(id: Int64, key: UnsafeRawBufferPointer) throws -> Bool {
+        let statement = try use(.deleteKey)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        sqlite3_bind_int64(statement, 1, id)
+        // SQLITE_STATIC (nil): the bytes outlive the step.
+        sqlite3_bind_blob(statement, 2, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(key.count), nil)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE else { throw failure(rc, "Could not delete from \(path)") }
         return sqlite3_changes(handle) > 0
