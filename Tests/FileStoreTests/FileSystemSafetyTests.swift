@@ -108,6 +108,16 @@ struct FileSystemSafetyTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.appending(".haneke-store"))) == bytes)
     }
 
+    /// A marker too large to be one is refused — and its descriptor closed once (the debug build
+    /// stops at a second `close`, which could close another thread's file under the reused number).
+    @Test func aMarkerThatIsALargeFileIsRefused() throws {
+        let bytes = Data(Array("HNKS".utf8) + [1, 0, 0, 0] + [UInt8](repeating: 0x20, count: 8_192))
+        try bytes.write(to: URL(fileURLWithPath: directory.appending(".haneke-store")))
+        let error = #expect(throws: StoreError.self) { try open() }
+        #expect(error?.code == .notAStore)
+        #expect(error?.message.contains("not a small file") == true, "\(error?.message ?? "")")
+    }
+
     @Test func aMarkerThatIsALinkIsRefused() throws {
         let outside = try TemporaryDirectory()
         _ = try open(outside.path)
@@ -229,6 +239,23 @@ struct FileSystemSafetyTests {
         var info = stat()
         lstat(directory.appending(".haneke-journal"), &info)
         #expect((info.st_mode & S_IFMT) == S_IFREG)
+    }
+
+    /// Rewriting the journal writes a new file and renames it over the journal. When the rename
+    /// fails — here a folder has the journal's name; a folder deleted meanwhile does the same — the
+    /// error is reported, the new file removed, and its descriptor closed once (before the fix it was
+    /// closed again, which closed whatever another thread had just opened under that number).
+    @Test func aJournalRewriteThatCannotRenameFailsCleanly() throws {
+        let store = try open()
+        try store.setValue(Data([1]), forKey: "a")
+        try store.flush()
+        try FileManager.default.removeItem(atPath: directory.appending(".haneke-journal"))
+        try FileManager.default.createDirectory(atPath: directory.appending(".haneke-journal/inside"), withIntermediateDirectories: true)
+        let error = #expect(throws: StoreError.self) { try store.removeAll() }
+        #expect(error?.code == .io)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".haneke-tmp.") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        #expect(store.count == 0)
     }
 
     /// The pattern of CVE-2022-21658: while the store removes everything, shard folders keep being

@@ -275,8 +275,11 @@ enum POSIX {
         guard retryingOnInterrupt({ fsync(fd) }) == 0 else { throw fail("fsync", path()) }
     }
 
+    /// Closes `fd`. Closing a descriptor twice is a bug that can close another thread's file (its
+    /// number is reused at once): debug builds stop at the `EBADF` that reveals it.
     static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
+        let closed = Glibc.close(fd)
+        assert(closed == 0 || errno != EBADF, "closed descriptor \(fd), which was not open: a descriptor closed twice")
     }
 
     /// What `fstat` says of an open file.

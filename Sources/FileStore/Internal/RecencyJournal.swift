@@ -241,12 +241,14 @@ final class RecencyJournal: Sendable {
             let root = folder.descriptor
             let temporary = StoreNames.temporary()
             let fd = try folder.createFile(temporary, in: root, path: folder.path(of: temporary))
+            // Closed once, before the rename (closing it again when the rename failed would close
+            // whatever file another thread had opened under the reused number).
+            let appended = Result { () throws(POSIX.Failure) in try POSIX.append(fd, bytes, path: folder.path(of: temporary)) }
+            POSIX.close(fd)
             do {
-                try POSIX.append(fd, bytes, path: folder.path(of: temporary))
-                POSIX.close(fd)
+                try appended.get()
                 try POSIX.rename(temporary, to: StoreNames.journal, in: root, path: path)
             } catch {
-                POSIX.close(fd)
                 _ = try? POSIX.unlink(temporary, in: root, path: folder.path(of: temporary))
                 throw error
             }

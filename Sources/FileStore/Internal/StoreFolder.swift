@@ -139,16 +139,12 @@ final class StoreFolder: Sendable {
         if let marker {
             let bytes: [UInt8]
             do {
+                defer { POSIX.close(marker) }
                 let status = try POSIX.status(of: marker, path: markerPath)
                 guard status.isFile, status.size <= 4096 else {
-                    POSIX.close(marker)
                     throw StoreError(.notAStore, "\(markerPath) is not a store's marker (not a small file); refusing to use \(path)")
                 }
                 bytes = try POSIX.readAll(marker, limit: status.size, path: markerPath)
-                POSIX.close(marker)
-            } catch {
-                POSIX.close(marker)
-                throw error
             }
             try checkMarker(bytes, in: folder, path: path, access: access, purpose: purpose)
             return
