@@ -86,7 +86,10 @@ public final class SQLiteStore: Store {
     ///   store's, or its database is not a Haneke store's; `unsafeDirectory` when the folder belongs
     ///   to another user or others may write to it; `corrupted` when the database is damaged beyond
     ///   reading (`haneke verify --repair` removes it); `io` otherwise.
-    /// - Performs disk I/O: opens the database (reads its first page), whatever its size.
+    /// - Performs blocking disk I/O: opens the database (reads its first page), whatever its size;
+    ///   creating it, or recovering its log after a crash, writes and flushes (`fsync`). From async
+    ///   code, open the store off Swift's cooperative threads — on its `IOExecutor` with
+    ///   `try await executor.run { try SQLiteStore(directory: …) }`, as `Cache` does.
     public init(
         directory: String,
         configuration: Configuration = Configuration(),

@@ -11,7 +11,9 @@ import TestSupport
 /// A child writes and overwrites keys as fast as it can and is killed with SIGKILL at random moments;
 /// after each kill the store is opened again and checked: every value is whole and belongs to its
 /// key, no acknowledged write is lost, the index agrees with the files, and no temporary file is left.
-@Suite(.serialized, .timeLimit(.minutes(5)), .tags(.disk, .process, .slow))
+/// The checks use the stores' synchronous API and open databases (opening one may `fsync`), so the
+/// bodies run off the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(5)), .offThePool, .tags(.disk, .process, .slow))
 struct CrashTests {
     struct Tally: CustomStringConvertible {
         var kills = 0
