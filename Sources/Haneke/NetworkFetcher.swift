@@ -98,7 +98,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// The key a cache should store this fetcher's value under: its URL's absolute string.
     public var key: String? { url?.absoluteString }
 
-    /// Requests the URL (or `key` as a URL) and decodes the body.
+    /// Requests the URL (or `key` as a URL) and decodes the body on the shared `IOExecutor`.
     /// - Parameter key: The cache key; used as the URL when the fetcher has none.
     /// - Returns: The decoded body.
     /// - Throws: `StoreError` (`invalidKey`, `invalidStatusCode`, `missingData`, `valueTooLarge`,
@@ -128,8 +128,12 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
            http.expectedContentLength > 0, Int64(data.count) < http.expectedContentLength {
             throw StoreError(.missingData, "GET \(request.shown) sent \(data.count) of the \(http.expectedContentLength) bytes it announced")
         }
+        // Decoded on the I/O executor, not on the caller's cooperative thread: a body may be large
+        // JSON, or an image whose header libvips reads under its own locks.
         do {
-            return try Value.convertFromData(data)
+            return try await IOExecutor.shared.run { try Value.convertFromData(data) }
+        } catch let cancelled as CancellationError {
+            throw cancelled
         } catch {
             throw StoreError.wrapping(error, as: .decoding, "The body of GET \(request.shown) (\(data.count) bytes) does not decode as \(Value.self)")
         }

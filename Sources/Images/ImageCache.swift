@@ -56,9 +56,9 @@ extension Image {
     ///
     /// libvips starts on first use and takes 50–80 ms, blocking the thread that uses it first —
     /// and any other that uses it meanwhile. Reading an image that is not a JPEG, PNG or WebP
-    /// (``init(data:pixelLimit:)``, and so a store's `coded(as: Image.self)` read or a
-    /// `NetworkFetcher<Image>`) uses it on the caller's thread, which in a cache is one of Swift's
-    /// cooperative threads. Await this once, before the first image is read, to keep that wait
+    /// (``init(data:pixelLimit:)``, and so a store's `coded(as: Image.self)` read) uses it on the
+    /// caller's thread, which may be one of Swift's cooperative threads (a `Cache` and a
+    /// `NetworkFetcher<Image>` decode on the shared `IOExecutor`). Await this once, before the first image is read, to keep that wait
     /// off them. `Shared.imageCache` and the formats of
     /// ``Haneke/Format/images(name:diskCapacity:)`` and
     /// ``Haneke/Format/resizing(name:resizer:diskCapacity:)`` start it in the background when they
