@@ -26,6 +26,18 @@ extension SQLiteStore {
         /// The longest a read waits before its use is written to the database (uses are kept in
         /// memory and written in one transaction, never one write per read). `1 second` by default.
         public var recencyFlushInterval: Duration
+        /// Whether the store keeps the database locked from its first use until it is released.
+        /// `false` by default: other processes (a `haneke` command on a live cache, another server
+        /// process) and other stores in this process may open the same database, and each
+        /// transaction takes and releases SQLite's file locks. `true` skips those locks — on this
+        /// project's benchmark machine a get is about 1.5 µs faster and a set about 3 µs — and keeps
+        /// the log's index in memory instead of a `-shm` file; meanwhile any other opening of the
+        /// database waits ``busyTimeout`` and fails with `unavailable`.
+        public var exclusiveAccess: Bool
+        /// How long an operation waits for a lock another connection holds (a write in another
+        /// process, or a store with ``exclusiveAccess``) before it fails with `unavailable`.
+        /// `5 seconds` by default.
+        public var busyTimeout: Duration
 
         /// Creates a configuration.
         /// - Parameters:
@@ -36,13 +48,19 @@ extension SQLiteStore {
         ///   - durableWrites: Whether each write reaches the disk before it returns.
         ///   - access: Who may read and write the files; `.owner` by default.
         ///   - recencyFlushInterval: The longest a use waits to be written; `1 second` by default.
+        ///   - exclusiveAccess: Whether the store keeps the database locked while it lives; `false`
+        ///     by default.
+        ///   - busyTimeout: How long an operation waits for another connection's lock; `5 seconds`
+        ///     by default.
         public init(
             capacity: Int? = 100 << 20,
             timeToLive: Duration? = nil,
             clock: any StoreClock = SystemClock(),
             durableWrites: Bool = false,
             access: FileStore.Access = .owner,
-            recencyFlushInterval: Duration = .seconds(1)
+            recencyFlushInterval: Duration = .seconds(1),
+            exclusiveAccess: Bool = false,
+            busyTimeout: Duration = .seconds(5)
         ) {
             self.capacity = capacity
             self.timeToLive = timeToLive
@@ -50,6 +68,8 @@ extension SQLiteStore {
             self.durableWrites = durableWrites
             self.access = access
             self.recencyFlushInterval = recencyFlushInterval
+            self.exclusiveAccess = exclusiveAccess
+            self.busyTimeout = busyTimeout
         }
     }
 }

@@ -85,7 +85,9 @@ public final class SQLiteStore: Store {
     /// - Throws: `StoreError` with code `notAStore` when the folder holds files but is not a
     ///   store's, or its database is not a Haneke store's; `unsafeDirectory` when the folder belongs
     ///   to another user or others may write to it; `corrupted` when the database is damaged beyond
-    ///   reading (`haneke verify --repair` removes it); `io` otherwise.
+    ///   reading (`haneke verify --repair` removes it); `unavailable` when another connection
+    ///   keeps it locked past `configuration.busyTimeout` (a store with `exclusiveAccess`); `io`
+    ///   otherwise.
     /// - Performs blocking disk I/O: opens the database (reads its first page), whatever its size;
     ///   creating it, or recovering its log after a crash, writes and flushes (`fsync`). From async
     ///   code, open the store off Swift's cooperative threads — on its `IOExecutor` with
@@ -134,7 +136,7 @@ public final class SQLiteStore: Store {
         for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
         return try Database(
             path: path, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
-            walPages: logPages, busyTimeout: .seconds(5)
+            walPages: logPages, busyTimeout: configuration.busyTimeout, exclusive: configuration.exclusiveAccess
         )
     }
 
@@ -144,7 +146,8 @@ public final class SQLiteStore: Store {
     /// damaged (expired and damaged rows are deleted).
     /// - Parameter key: The key to look up.
     /// - Returns: The stored bytes, or `nil`.
-    /// - Throws: `StoreError` with code `io` when the database cannot be read.
+    /// - Throws: `StoreError` with code `io` when the database cannot be read, `unavailable` when
+    ///   another connection keeps it locked (see `Configuration.exclusiveAccess`).
     /// - Performs disk I/O: one B-tree lookup, usually in SQLite's page cache.
     public func value(forKey key: String) throws -> Data? {
         do {

@@ -19,26 +19,30 @@ struct RoutedFolderTests {
 
     /// A store folder with `large` values of 20 KB in files and `small` values of about 400 bytes
     /// in the database (each ends with its key, a hyphen and ``needle``); both stores flushed and
-    /// closed.
-    static func makeRoutedFolder(in directory: TemporaryDirectory, large: [String], small: [String]) throws -> String {
+    /// closed, as a stopped process leaves the folder.
+    static func makeRoutedFolder(in directory: TemporaryDirectory, large: [String], small: [String]) async throws -> String {
         let folder = directory.appending("store")
-        do {
-            let files = try FileStore(directory: folder, configuration: .init(capacity: nil))
-            let database = try SQLiteStore(directory: folder, configuration: .init(capacity: nil))
-            for key in large { try files.setValue(Data(repeating: UInt8(ascii: "L"), count: 20_000), forKey: key) }
-            for key in small {
-                try database.setValue(Data(repeating: UInt8(ascii: "s"), count: 400) + Data("\(key)-".utf8) + needle, forKey: key)
-            }
-            try files.flush()
-            try database.flush()
-        }
-        // The store closes its database on its executor once released, which removes SQLite's log
-        // and its index: the folder is as a stopped process leaves it.
-        let deadline = Date().addingTimeInterval(10)
-        while FileManager.default.fileExists(atPath: folder + "/" + SQLiteStore.databaseFileName + "-wal"), Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        // A released store closes on its executor (SQLite then removes its log and the log's
+        // index). One job at a time, in order: once a job submitted after the release has run,
+        // the stores are closed.
+        let executor = IOExecutor(width: 1, label: "routed-folder")
+        try fill(folder, large: large, small: small, executor: executor)
+        try await executor.run {}
+        #expect(!FileManager.default.fileExists(atPath: folder + "/" + SQLiteStore.databaseFileName + "-wal"), "the database is still open")
         return folder
+    }
+
+    /// Writes the values of ``makeRoutedFolder(in:large:small:)`` through stores on `executor`, and
+    /// releases them.
+    static func fill(_ folder: String, large: [String], small: [String], executor: IOExecutor) throws {
+        let files = try FileStore(directory: folder, configuration: .init(capacity: nil), executor: executor)
+        let database = try SQLiteStore(directory: folder, configuration: .init(capacity: nil), executor: executor)
+        for key in large { try files.setValue(Data(repeating: UInt8(ascii: "L"), count: 20_000), forKey: key) }
+        for key in small {
+            try database.setValue(Data(repeating: UInt8(ascii: "s"), count: 400) + Data("\(key)-".utf8) + needle, forKey: key)
+        }
+        try files.flush()
+        try database.flush()
     }
 
     /// Changes the last byte of the value of the small key "damaged" in the database file.
@@ -52,7 +56,7 @@ struct RoutedFolderTests {
 
     @Test func inspectStatsVerifyAndGetSeeTheDatabaseAndChangeNothing() async throws {
         let directory = try TemporaryDirectory()
-        let folder = try Self.makeRoutedFolder(in: directory, large: ["big-1", "big-2"], small: ["small-1", "small-2", "small-3"])
+        let folder = try await Self.makeRoutedFolder(in: directory, large: ["big-1", "big-2"], small: ["small-1", "small-2", "small-3"])
         let before = try HanekeToolTests.snapshot(of: folder)
 
         let table = try await Self.haneke("inspect", folder)
@@ -136,7 +140,7 @@ struct RoutedFolderTests {
 
     @Test func verifyFindsADamagedRowAndRepairDeletesIt() async throws {
         let directory = try TemporaryDirectory()
-        let folder = try Self.makeRoutedFolder(in: directory, large: ["big"], small: ["intact", "damaged", "misplaced"])
+        let folder = try await Self.makeRoutedFolder(in: directory, large: ["big"], small: ["intact", "damaged", "misplaced"])
         try Self.damageRow(in: folder)
         // The stored key changed: its MD5 is no longer the row's id. (The key comes before the
         // value, which repeats it, in the row.)
@@ -182,7 +186,7 @@ struct RoutedFolderTests {
 
     @Test func aDatabaseSQLiteCannotReadIsRemovedByRepairAndTheFilesKept() async throws {
         let directory = try TemporaryDirectory()
-        let folder = try Self.makeRoutedFolder(in: directory, large: ["big"], small: ["a", "b"])
+        let folder = try await Self.makeRoutedFolder(in: directory, large: ["big"], small: ["a", "b"])
         let path = folder + "/" + SQLiteStore.databaseFileName
         try Data(repeating: 0x5A, count: 8_192).write(to: URL(fileURLWithPath: path))
 
@@ -201,7 +205,7 @@ struct RoutedFolderTests {
 
     @Test func trimSplitsTheSizeBetweenFilesAndDatabase() async throws {
         let directory = try TemporaryDirectory()
-        let folder = try Self.makeRoutedFolder(
+        let folder = try await Self.makeRoutedFolder(
             in: directory, large: (0..<20).map { "big-\($0)" }, small: (0..<400).map { "small-\($0)" }
         )
         let run = try await Self.haneke("trim", folder, "--to", "600K")

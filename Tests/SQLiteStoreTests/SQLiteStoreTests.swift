@@ -64,6 +64,41 @@ struct SQLiteStoreTests {
         }.run()
     }
 
+    @Test func anExclusiveStoreConforms() async throws {
+        try await StoreConformanceSuite {
+            try TemporaryStore { try SQLiteStore(directory: $0.path, configuration: .init(exclusiveAccess: true)) }
+        }.run()
+    }
+
+    /// With `exclusiveAccess` the store keeps the database locked while it lives (its log's index
+    /// in memory, no `-shm` file): another connection waits its busy timeout and fails with
+    /// `unavailable`, and opens the database once the store is released.
+    @Test func anExclusiveStoreKeepsOtherConnectionsOutUntilItIsReleased() async throws {
+        // A released store closes its database on its executor: with one job at a time, in
+        // order, a job submitted after the release runs once it is closed.
+        let executor = IOExecutor(width: 1, label: "exclusive")
+        try holdExclusively(executor: executor)
+        try await executor.run {}
+        #expect(try readWithBriefWait("k") == Data("mine".utf8))
+    }
+
+    /// Opens a store with exclusive access, writes "k", and checks that another connection is
+    /// kept out meanwhile; the store is released on return.
+    func holdExclusively(executor: IOExecutor) throws {
+        let owner = try SQLiteStore(directory: folder, configuration: .init(exclusiveAccess: true), executor: executor)
+        try owner.setValue(Data("mine".utf8), forKey: "k")
+        #expect(!FileManager.default.fileExists(atPath: databasePath + "-shm"))
+        let refused = #expect(throws: StoreError.self) { try readWithBriefWait("k") }
+        #expect(refused?.code == .unavailable)
+        #expect(refused?.message.contains("exclusive access") == true, "\(refused?.message ?? "")")
+        #expect(try owner.value(forKey: "k") == Data("mine".utf8))
+    }
+
+    /// Reads `key` through a new store that waits 50 ms at most for another connection's lock.
+    func readWithBriefWait(_ key: String) throws -> Data? {
+        try SQLiteStore(directory: folder, configuration: .init(busyTimeout: .milliseconds(50))).value(forKey: key)
+    }
+
     // MARK: - Values
 
     @Test func valuesSurviveReopening() throws {

@@ -59,7 +59,9 @@ final class Database: @unchecked Sendable {
     /// Opens (creating when missing) the database at `path`, which must not be a link.
     /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
     ///   database, `corrupted` for one SQLite cannot read, `io` otherwise.
-    init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration) throws {
+    ///   - exclusive: Whether the connection keeps its locks until it closes (`locking_mode =
+    ///     EXCLUSIVE`, set before the first read so that the log's index is kept in memory).
+    init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration, exclusive: Bool = false) throws {
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -73,6 +75,7 @@ final class Database: @unchecked Sendable {
         do {
             _ = haneke_sqlite_defensive(handle)
             sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.components.seconds * 1_000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+            if exclusive { try execute("PRAGMA locking_mode = EXCLUSIVE") }
             try execute("PRAGMA trusted_schema = OFF")
             let application = try integer("PRAGMA application_id")
             let version = try integer("PRAGMA user_version")
@@ -325,7 +328,8 @@ final class Database: @unchecked Sendable {
     }
 
     /// A `StoreError` for an SQLite result code: `corrupted` for a damaged or foreign file,
-    /// `notAStore` for a link, `io` for the rest, with SQLite's message.
+    /// `notAStore` for a link, `unavailable` for a lock held too long by another connection, `io`
+    /// for the rest, with SQLite's message.
     private func failure(_ rc: Int32, _ message: String) -> StoreError {
         let detail = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
         switch rc & 0xFF {
@@ -337,6 +341,8 @@ final class Database: @unchecked Sendable {
             return StoreError(.notAStore, "\(message): it is a symbolic link (\(detail))")
         case SQLITE_FULL:
             return StoreError(.io, "\(message): the disk is full (\(detail))", posixCode: .ENOSPC)
+        case SQLITE_BUSY:
+            return StoreError(.unavailable, "\(message): another connection holds the database's lock — a write in another process, or a store with exclusive access (\(detail))")
         default:
             return StoreError(.io, "\(message): \(detail) (SQLite code \(rc))")
         }
