@@ -131,6 +131,13 @@ enum PeerBenchmarks {
             syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) },
             flush: { try $0.flush() }
         ),
+        // The same store keeping its database locked while it lives: no per-transaction file locks.
+        engine(
+            "SQLiteStore, exclusive",
+            make: { try SQLiteStore(directory: $0, configuration: .init(capacity: nil, exclusiveAccess: true)) },
+            syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) },
+            flush: { try $0.flush() }
+        ),
         // Values of up to 16 KiB in an SQLiteStore, larger ones as files, in one folder (all of this
         // workload's values are small: what it shows is the router's own cost over SQLiteStore).
         engine(
