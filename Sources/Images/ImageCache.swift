@@ -58,8 +58,8 @@ extension Image {
     /// and any other that uses it meanwhile. Reading an image that is not a JPEG, PNG or WebP
     /// (``init(data:pixelLimit:)``, and so a store's `coded(as: Image.self)` read) uses it on the
     /// caller's thread, which may be one of Swift's cooperative threads (a `Cache` and a
-    /// `NetworkFetcher<Image>` decode on the shared `IOExecutor`). Await this once, before the first image is read, to keep that wait
-    /// off them. `Shared.imageCache` and the formats of
+    /// `NetworkFetcher<Image>` decode on the shared `IOExecutor`). Await this once, before the
+    /// first image is read, to keep that wait off them. `Shared.imageCache` and the formats of
     /// ``Haneke/Format/images(name:diskCapacity:)`` and
     /// ``Haneke/Format/resizing(name:resizer:diskCapacity:)`` start it in the background when they
     /// are made, without waiting.

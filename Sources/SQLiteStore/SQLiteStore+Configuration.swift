@@ -30,7 +30,7 @@ extension SQLiteStore {
         /// `false` by default: other processes (a `haneke` command on a live cache, another server
         /// process) and other stores in this process may open the same database, and each
         /// transaction takes and releases SQLite's file locks. `true` skips those locks — on this
-        /// project's benchmark machine a get is about 1.5 µs faster and a set about 3 µs — and keeps
+        /// project's benchmark machine a get is 1.5–1.7 µs faster and a set 3–5 µs — and keeps
         /// the log's index in memory instead of a `-shm` file; meanwhile any other opening of the
         /// database waits ``busyTimeout`` and fails with `unavailable`.
         public var exclusiveAccess: Bool

@@ -57,10 +57,12 @@ final class Database: @unchecked Sendable {
     }
 
     /// Opens (creating when missing) the database at `path`, which must not be a link.
+    /// - Parameter exclusive: Whether the connection keeps its locks until it closes
+    ///   (`locking_mode = EXCLUSIVE`, set before the first read so that the log's index is kept in
+    ///   memory).
     /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
-    ///   database, `corrupted` for one SQLite cannot read, `io` otherwise.
-    ///   - exclusive: Whether the connection keeps its locks until it closes (`locking_mode =
-    ///     EXCLUSIVE`, set before the first read so that the log's index is kept in memory).
+    ///   database, `corrupted` for one SQLite cannot read, `unavailable` for one another connection
+    ///   keeps locked, `io` otherwise.
     init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration, exclusive: Bool = false) throws {
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE
