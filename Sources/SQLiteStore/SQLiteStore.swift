@@ -121,12 +121,14 @@ public final class SQLiteStore: Store {
     }
 
     /// Uses not yet written are written, and the database closed, on the executor rather than on
-    /// the thread that releases the store (which may be one of Swift's cooperative threads).
+    /// the thread that releases the store (which may be one of Swift's cooperative threads). The
+    /// job closes the connection itself, so that once it has run the database is closed (its log
+    /// checkpointed and deleted) — not whenever the executor lets go of the job.
     deinit {
         let (database, uses) = state.withLock { ($0.database, $0.uses) }
         executor.submit {
             try? database.touch(uses)
-            withExtendedLifetime(database) {}
+            database.close()
         }
     }
 

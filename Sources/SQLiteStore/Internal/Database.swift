@@ -122,7 +122,9 @@ final class Database: @unchecked Sendable {
 
     deinit { close() }
 
-    private func close() {
+    /// Closes the connection now (the last one checkpoints the log into the database and deletes
+    /// it); later calls, and the `deinit`, do nothing more. Nothing may use the database after it.
+    func close() {
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]
         // The last connection checkpoints the log into the database and deletes it.
