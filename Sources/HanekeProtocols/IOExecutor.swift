@@ -70,15 +70,15 @@ public final class IOExecutor: Sendable {
     /// Runs `work` on the executor, without waiting for it.
     /// - Parameter work: Blocking work.
     public func submit(_ work: @escaping @Sendable () -> Void) {
+        // Every job goes through the queue, even one that starts a worker: the worker takes it
+        // from there, so nothing holds a job (and what it captured) once it has run.
         let start = state.withLock { state in
-            guard state.running < width else {
-                state.pending.append(work)
-                return false
-            }
+            state.pending.append(work)
+            guard state.running < width else { return false }
             state.running += 1
             return true
         }
-        if start { queue.async { self.drain(first: work) } }
+        if start { queue.async { self.drain() } }
     }
 
     /// Runs `work` on the executor after `delay` (a timer, not a waiting thread).
@@ -91,18 +91,18 @@ public final class IOExecutor: Sendable {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { self.submit(work) }
     }
 
-    /// Runs jobs on this thread until none is waiting.
-    private func drain(first: @escaping @Sendable () -> Void) {
-        var next: (@Sendable () -> Void)? = first
-        while let work = next {
-            work()
-            next = state.withLock { state in
-                guard let work = state.pending.popFirst() else {
-                    state.running -= 1
-                    return nil
-                }
-                return work
+    /// Runs jobs on this thread until none is waiting. Each job is released as soon as it has run,
+    /// before the next is taken. (Another worker may have taken the job whose submission started
+    /// this one; then this one finds the queue empty and stops.)
+    private func drain() {
+        while let work = state.withLock({ state -> (@Sendable () -> Void)? in
+            guard let work = state.pending.popFirst() else {
+                state.running -= 1
+                return nil
             }
+            return work
+        }) {
+            work()
         }
     }
 
