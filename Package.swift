@@ -52,7 +52,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev", "libxxhash-dev"])]),
         .target(
             name: "SQLiteStore",
-            dependencies: ["HanekeProtocols", "FileStore", "CSQLite", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HanekeProtocols", "FileStore", "CSQLite", "SeededRandom", .product(name: "Logging", package: "swift-log")]
         ),
 
         .systemLibrary(

@@ -2,6 +2,7 @@ import FileStore
 public import Foundation
 public import HanekeProtocols
 public import Logging
+import SeededRandom
 
 /// A disk store for small values: one SQLite database in a store folder, a row per entry.
 ///
@@ -29,8 +30,10 @@ public import Logging
 ///   may share the folder: each leaves the other's files alone.
 /// - Writes are transactions in SQLite's write-ahead log: a process killed at any point leaves the
 ///   database as it was after its last completed write (`durableWrites` for power loss).
-/// - Uses (for least-recently-used eviction) are kept in memory and written in one transaction per
-///   ``Configuration/recencyFlushInterval``, never one write per read.
+/// - Eviction is least recently used as far as a random sample shows: it deletes the oldest quarter
+///   of a sample of rows, so no index of uses is updated on every write. Uses are kept in memory
+///   and written in one transaction per ``Configuration/recencyFlushInterval``, never one write per
+///   read.
 /// - Other processes may open the same folder at the same time; SQLite locks the database.
 public final class SQLiteStore: Store {
     /// The type of the keys.
@@ -67,6 +70,9 @@ public final class SQLiteStore: Store {
         /// Uses not yet written: when each row was last read, by id.
         var uses: [Int64: Int64] = [:]
         var flushScheduled = false
+        /// Where eviction windows start: the same sequence in every run (ids are hashes already,
+        /// so any fixed sequence of starts samples rows at random).
+        var evictionStarts = SeededRandomNumberGenerator(seed: 16)
 
         /// Writes the uses kept in memory to the database and forgets them.
         mutating func writeUses() throws {
@@ -162,8 +168,8 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Stores `value` for `key`, replacing any previous value, and evicts the least recently used
-    /// entries when the files would take more than the capacity.
+    /// Stores `value` for `key`, replacing any previous value, and evicts entries (least recently
+    /// used first, as far as a sample shows) when the files would take more than the capacity.
     /// - Parameters:
     ///   - value: The bytes to store.
     ///   - key: The key.
@@ -242,8 +248,8 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Evicts the least recently used entries until the pages in use (and the room kept for the
-    /// log) take at most `size` bytes, and returns freed pages to the file system.
+    /// Evicts entries, least recently used first as far as a sample shows, until the pages in use
+    /// (and the room kept for the log) take at most `size` bytes, and returns freed pages to the file system.
     /// - Parameter size: The most bytes to keep.
     /// - Throws: `StoreError` with code `io` when the database cannot be written.
     public func trim(toSize size: Int) throws {
@@ -411,8 +417,22 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Deletes the least recently used rows until the pages in use and the log's room fit `size`,
-    /// and returns free pages to the file system when the file alone is over it.
+    /// The rows one read of a sample takes, in id order from a random id.
+    static let evictionWindow = 64
+    /// How many times the rows it deletes eviction samples: it deletes the least recently used
+    /// quarter of its sample.
+    static let evictionOversampling = 4
+
+    /// Deletes rows, least recently used first as far as a sample shows, until the pages in use
+    /// and the log's room fit `size`, and returns free pages to the file system when the file
+    /// alone is over it.
+    ///
+    /// There is no index of uses (keeping one up to date cost about 3 µs of every write). Each
+    /// round samples ``evictionOversampling`` times the rows it needs to delete — windows of
+    /// ``evictionWindow`` rows in id order from pseudo-random ids, and ids are hashes, so the
+    /// sample is random — and deletes the least recently used quarter of the sample: rows among
+    /// the oldest quarter of the store, never one more recently used than most. A store of no
+    /// more rows than a window evicts in exact least-recently-used order.
     private func evict(_ state: inout State, toFit size: Int) throws {
         var pages = try state.database.pages()
         var used = (pages.total - pages.free) * Self.pageSize + reserve
@@ -424,12 +444,12 @@ public final class SQLiteStore: Store {
             var evicted = 0
             try state.database.transaction {
                 while excess > 0 {
-                    let oldest = try state.database.oldest(64)
-                    if oldest.isEmpty { break }
-                    for row in oldest where excess > 0 {
-                        try state.database.delete(id: row.id)
-                        // A row's pages: its bytes and about 1 % of them for the B-tree around them.
-                        excess -= row.size + row.size / 100 + 16
+                    let sample = try evictionSample(&state, forBytes: excess)
+                    if sample.isEmpty { break }
+                    let oldest = sample.sorted { $0.value.used < $1.value.used }.prefix(max(1, sample.count / Self.evictionOversampling))
+                    for (id, row) in oldest where excess > 0 {
+                        try state.database.delete(id: id)
+                        excess -= Self.pagesBytes(ofRow: row.size)
                         evicted += 1
                     }
                 }
@@ -441,6 +461,30 @@ public final class SQLiteStore: Store {
         if pages.total * Self.pageSize + reserve > size {
             try state.database.releaseFreePages()
         }
+    }
+
+    /// The bytes of pages a row of `size` key and value bytes takes: its bytes and about 1 % of
+    /// them for the B-tree around them.
+    private static func pagesBytes(ofRow size: Int) -> Int { size + size / 100 + 16 }
+
+    /// Rows sampled at random for eviction (their last uses and sizes, by id): enough windows to
+    /// hold ``evictionOversampling`` times the rows that free `bytes`, or the whole table when it is
+    /// that small.
+    private func evictionSample(_ state: inout State, forBytes bytes: Int) throws -> [Int64: (used: Int64, size: Int)] {
+        var sample: [Int64: (used: Int64, size: Int)] = [:]
+        var wanted = 1
+        var sampledBytes = 0
+        while sample.count < wanted {
+            let before = sample.count
+            for row in try state.database.window(from: Int64(bitPattern: state.evictionStarts.next()), limit: Self.evictionWindow)
+            where sample.updateValue((row.used, row.size), forKey: row.id) == nil {
+                sampledBytes += Self.pagesBytes(ofRow: row.size)
+            }
+            // A window that adds nothing has gone round a table no larger than the sample.
+            guard sample.count > before else { break }
+            wanted = Self.evictionOversampling * (bytes / max(1, sampledBytes / sample.count) + 1)
+        }
+        return sample
     }
 
     /// Writes the uses within the flush interval, once per interval.

@@ -303,12 +303,14 @@ struct SQLiteStoreTests {
     // MARK: - Capacity
 
     /// The capacity bounds what `du` counts for the store's files; the least recently used
-    /// entries go first.
+    /// entries go first. (About 130 rows fit, twice a sampling window: eviction samples.)
     @Test func theCapacityBoundsTheBytesOnDisk() throws {
         let capacity = 1 << 20
-        let store = try open(capacity: capacity)
+        let clock = TestClock()
+        let store = try open(capacity: capacity, clock: clock)
         try store.setValue(Data(repeating: 7, count: 4_096), forKey: "kept")
         for i in 0..<1_000 {
+            clock.advance(by: .milliseconds(1))
             try store.setValue(Data(repeating: UInt8(i % 256), count: 4_096), forKey: "key \(i)")
             if i % 10 == 0 { _ = try store.value(forKey: "kept") }
             #expect(store.usedSize <= capacity, "after \(i) writes")
@@ -319,6 +321,36 @@ struct SQLiteStoreTests {
         #expect(try store.value(forKey: "key 0") == nil)
         #expect(try store.value(forKey: "key 999") == Data(repeating: UInt8(999 % 256), count: 4_096))
         #expect(store.statistics.evictions > 700)
+    }
+
+    /// Eviction keeps no index of uses: it deletes the least recently used quarter of a sample of
+    /// rows read in windows at random places. With thousands of rows, far more than a window, it
+    /// still evicts only entries older than every entry read since: none of the 308 entries read
+    /// after 4,000 were written goes, nor any of the 2,500 written after them, while more than
+    /// 1,500 of the others are evicted.
+    @Test func evictionBySamplingKeepsTheRecentlyUsed() throws {
+        let clock = TestClock()
+        let store = try open(capacity: 4 << 20, clock: clock)
+        var random = SeededRandomNumberGenerator(seed: 16)
+        func value() -> Data { Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }) }
+        for i in 0..<4_000 {
+            clock.advance(by: .milliseconds(1))
+            try store.setValue(value(), forKey: "old \(i)")
+        }
+        #expect(store.statistics.evictions == 0, "the old entries fit")
+        for i in stride(from: 0, to: 4_000, by: 4_000 / 300) {
+            clock.advance(by: .milliseconds(1))
+            _ = try store.value(forKey: "old \(i)")
+        }
+        for i in 0..<2_500 {
+            clock.advance(by: .milliseconds(1))
+            try store.setValue(value(), forKey: "new \(i)")
+        }
+        #expect(store.statistics.evictions > 1_500)
+        let keys = Set(try store.entries().map(\.key))
+        let read = stride(from: 0, to: 4_000, by: 4_000 / 300).map { "old \($0)" }
+        #expect(read.filter { !keys.contains($0) }.isEmpty, "entries read after the old ones were written were evicted")
+        #expect((0..<2_500).filter { !keys.contains("new \($0)") }.isEmpty, "new entries were evicted")
     }
 
     @Test func aValueOverTheCapacityIsRefused() throws {

@@ -48,7 +48,8 @@ final class Database: @unchecked Sendable {
         case delete = "DELETE FROM entries WHERE id = ?1"
         case deleteKey = "DELETE FROM entries WHERE id = ?1 AND key = ?2"
         case touch = "UPDATE entries SET used = ?2 WHERE id = ?1 AND used < ?2"
-        case oldest = "SELECT id, length(key) + length(value) FROM entries ORDER BY used LIMIT ?1"
+        case window = "SELECT id, used, length(key) + length(value) FROM entries WHERE id >= ?1 ORDER BY id LIMIT ?2"
+        case windowWrapped = "SELECT id, used, length(key) + length(value) FROM entries WHERE id < ?1 ORDER BY id LIMIT ?2"
         case pageCount = "PRAGMA page_count"
         case freelistCount = "PRAGMA freelist_count"
         case count = "SELECT count(*) FROM entries"
@@ -92,7 +93,6 @@ final class Database: @unchecked Sendable {
                     CREATE TABLE entries(
                         id INTEGER PRIMARY KEY, checksum INTEGER NOT NULL, created INTEGER NOT NULL,
                         expires INTEGER, used INTEGER NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL);
-                    CREATE INDEX entries_by_use ON entries(used);
                     PRAGMA application_id = \(Self.applicationID);
                     PRAGMA user_version = \(Self.formatVersion);
                     COMMIT;
@@ -107,6 +107,9 @@ final class Database: @unchecked Sendable {
                 try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")")
                 try execute("PRAGMA wal_autocheckpoint = \(walPages)")
                 try execute("PRAGMA journal_size_limit = \(walPages * pageSize)")
+                // Databases written before eviction sampled rows kept an index of uses, which
+                // every write updated; nothing reads it now.
+                try execute("DROP INDEX IF EXISTS entries_by_use")
             }
             for statement in Statement.allCases where !(readOnly && [.upsert, .delete, .deleteKey, .touch].contains(statement)) {
                 var prepared: OpaquePointer?
@@ -243,18 +246,25 @@ final class Database: @unchecked Sendable {
         }
     }
 
-    /// The least recently used rows: their ids and key-plus-value sizes.
-    func oldest(_ limit: Int) throws -> [(id: Int64, size: Int)] {
-        let statement = try use(.oldest)
-        defer { sqlite3_reset(statement) }
-        sqlite3_bind_int64(statement, 1, Int64(limit))
-        var rows: [(id: Int64, size: Int)] = []
-        while true {
-            let rc = sqlite3_step(statement)
-            if rc == SQLITE_DONE { return rows }
-            guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
-            rows.append((sqlite3_column_int64(statement, 0), Int(sqlite3_column_int64(statement, 1))))
+    /// Up to `limit` rows in id order from `start`, going on from the lowest id when the table
+    /// ends first: their ids, last uses and key-plus-value sizes. Ids are hashes, so the rows
+    /// after a random id are a random sample.
+    func window(from start: Int64, limit: Int) throws -> [(id: Int64, used: Int64, size: Int)] {
+        var rows: [(id: Int64, used: Int64, size: Int)] = []
+        rows.reserveCapacity(limit)
+        for statement in [Statement.window, .windowWrapped] where rows.count < limit {
+            let prepared = try use(statement)
+            defer { sqlite3_reset(prepared) }
+            sqlite3_bind_int64(prepared, 1, start)
+            sqlite3_bind_int64(prepared, 2, Int64(limit - rows.count))
+            while true {
+                let rc = sqlite3_step(prepared)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
+                rows.append((sqlite3_column_int64(prepared, 0), sqlite3_column_int64(prepared, 1), Int(sqlite3_column_int64(prepared, 2))))
+            }
         }
+        return rows
     }
 
     // MARK: - Pages and transactions
