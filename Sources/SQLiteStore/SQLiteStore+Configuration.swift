@@ -40,6 +40,11 @@ extension SQLiteStore {
         /// process, or a store with ``exclusiveAccess``) before it fails with `unavailable`.
         /// `5 seconds` by default.
         public var busyTimeout: Duration
+        /// The most memory SQLite's page cache may hold for this store: the database's recently
+        /// read pages, so that reading one of them again costs no system call. `32 MiB` by default
+        /// (python-diskcache's default); the memory is taken as pages are read, so a smaller
+        /// database takes less.
+        public var pageCacheSize: Int
 
         /// Creates a configuration.
         /// - Parameters:
@@ -54,6 +59,7 @@ extension SQLiteStore {
         ///     by default.
         ///   - busyTimeout: How long an operation waits for another connection's lock; `5 seconds`
         ///     by default.
+        ///   - pageCacheSize: The most memory SQLite's page cache may hold; `32 MiB` by default.
         public init(
             capacity: Int? = 100 << 20,
             timeToLive: Duration? = nil,
@@ -62,7 +68,8 @@ extension SQLiteStore {
             access: FileStore.Access = .owner,
             recencyFlushInterval: Duration = .seconds(1),
             exclusiveAccess: Bool = false,
-            busyTimeout: Duration = .seconds(5)
+            busyTimeout: Duration = .seconds(5),
+            pageCacheSize: Int = 32 << 20
         ) {
             self.capacity = capacity
             self.timeToLive = timeToLive
@@ -72,6 +79,7 @@ extension SQLiteStore {
             self.recencyFlushInterval = recencyFlushInterval
             self.exclusiveAccess = exclusiveAccess
             self.busyTimeout = busyTimeout
+            self.pageCacheSize = pageCacheSize
         }
     }
 }

@@ -2,7 +2,7 @@ import FileStore
 import Foundation
 import HanekeProtocols
 import HanekeTesting
-import SQLiteStore
+@testable import SQLiteStore
 import Testing
 import TestSupport
 
@@ -351,6 +351,14 @@ struct SQLiteStoreTests {
         let read = stride(from: 0, to: 4_000, by: 4_000 / 300).map { "old \($0)" }
         #expect(read.filter { !keys.contains($0) }.isEmpty, "entries read after the old ones were written were evicted")
         #expect((0..<2_500).filter { !keys.contains("new \($0)") }.isEmpty, "new entries were evicted")
+    }
+
+    /// The page cache is sized by the configuration: 32 MiB by default (SQLite's own is 2 MB).
+    @Test func thePageCacheIsSizedByTheConfiguration() throws {
+        let store = try open(capacity: nil)
+        #expect(try store.state.withLock { try $0.database.pageCacheSize() } == 32 << 20)
+        let small = try SQLiteStore(directory: directory.appending("small"), configuration: .init(pageCacheSize: 1 << 20))
+        #expect(try small.state.withLock { try $0.database.pageCacheSize() } == 1 << 20)
     }
 
     @Test func aValueOverTheCapacityIsRefused() throws {

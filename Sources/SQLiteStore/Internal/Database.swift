@@ -58,13 +58,15 @@ final class Database: @unchecked Sendable {
     }
 
     /// Opens (creating when missing) the database at `path`, which must not be a link.
-    /// - Parameter exclusive: Whether the connection keeps its locks until it closes
-    ///   (`locking_mode = EXCLUSIVE`, set before the first read so that the log's index is kept in
-    ///   memory).
+    /// - Parameters:
+    ///   - exclusive: Whether the connection keeps its locks until it closes
+    ///     (`locking_mode = EXCLUSIVE`, set before the first read so that the log's index is kept
+    ///     in memory).
+    ///   - cacheSize: The most bytes SQLite's page cache holds for the connection.
     /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
     ///   database, `corrupted` for one SQLite cannot read, `unavailable` for one another connection
     ///   keeps locked, `io` otherwise.
-    init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration, exclusive: Bool = false) throws {
+    init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration, exclusive: Bool = false, cacheSize: Int = 2 << 20) throws {
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -80,6 +82,8 @@ final class Database: @unchecked Sendable {
             sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.components.seconds * 1_000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000))
             if exclusive { try execute("PRAGMA locking_mode = EXCLUSIVE") }
             try execute("PRAGMA trusted_schema = OFF")
+            // A negative size is in KiB.
+            try execute("PRAGMA cache_size = -\(max(1, cacheSize / 1_024))")
             let application = try integer("PRAGMA application_id")
             let version = try integer("PRAGMA user_version")
             let tables = try integer("SELECT count(*) FROM sqlite_schema")
@@ -275,6 +279,12 @@ final class Database: @unchecked Sendable {
     }
 
     func count() throws -> Int { Int(try single(.count)) }
+
+    /// The most bytes SQLite's page cache holds for this connection.
+    func pageCacheSize() throws -> Int {
+        let size = try integer("PRAGMA cache_size")
+        return Int(size < 0 ? -size * 1_024 : size * Int64(SQLiteStore.pageSize))
+    }
 
     /// Returns free pages to the file system (the database file shrinks).
     func releaseFreePages() throws { try execute("PRAGMA incremental_vacuum") }
