@@ -250,7 +250,8 @@ public final class SQLiteStore: Store {
     }
 
     /// Evicts entries, least recently used first as far as a sample shows, until the pages in use
-    /// (and the room kept for the log) take at most `size` bytes, and returns freed pages to the file system.
+    /// (and the room kept for the log) take at most `size` bytes, and returns freed pages to the
+    /// file system.
     /// - Parameter size: The most bytes to keep.
     /// - Throws: `StoreError` with code `io` when the database cannot be written.
     public func trim(toSize size: Int) throws {
@@ -423,6 +424,8 @@ public final class SQLiteStore: Store {
     /// How many times the rows it deletes eviction samples: it deletes the least recently used
     /// quarter of its sample.
     static let evictionOversampling = 4
+    /// The most rows one round samples (a trim to a small size deletes in several rounds).
+    static let evictionSampleLimit = 4_096
 
     /// Deletes rows, least recently used first as far as a sample shows, until the pages in use
     /// and the log's room fit `size`, and returns free pages to the file system when the file
@@ -431,9 +434,9 @@ public final class SQLiteStore: Store {
     /// There is no index of uses (keeping one up to date cost about 3 µs of every write). Each
     /// round samples ``evictionOversampling`` times the rows it needs to delete — windows of
     /// ``evictionWindow`` rows in id order from pseudo-random ids, and ids are hashes, so the
-    /// sample is random — and deletes the least recently used quarter of the sample: rows among
-    /// the oldest quarter of the store, never one more recently used than most. A store of no
-    /// more rows than a window evicts in exact least-recently-used order.
+    /// sample is random — and deletes the least recently used quarter of the sample: rows from
+    /// about the oldest quarter of the store. A store of no more rows than a window evicts in
+    /// exact least-recently-used order.
     private func evict(_ state: inout State, toFit size: Int) throws {
         var pages = try state.database.pages()
         var used = (pages.total - pages.free) * Self.pageSize + reserve
@@ -469,8 +472,8 @@ public final class SQLiteStore: Store {
     private static func pagesBytes(ofRow size: Int) -> Int { size + size / 100 + 16 }
 
     /// Rows sampled at random for eviction (their last uses and sizes, by id): enough windows to
-    /// hold ``evictionOversampling`` times the rows that free `bytes`, or the whole table when it is
-    /// that small.
+    /// hold ``evictionOversampling`` times the rows that free `bytes` (at most
+    /// ``evictionSampleLimit``), or the whole table when it is that small.
     private func evictionSample(_ state: inout State, forBytes bytes: Int) throws -> [Int64: (used: Int64, size: Int)] {
         var sample: [Int64: (used: Int64, size: Int)] = [:]
         var wanted = 1
@@ -483,7 +486,7 @@ public final class SQLiteStore: Store {
             }
             // A window that adds nothing has gone round a table no larger than the sample.
             guard sample.count > before else { break }
-            wanted = Self.evictionOversampling * (bytes / max(1, sampledBytes / sample.count) + 1)
+            wanted = min(Self.evictionSampleLimit, Self.evictionOversampling * (bytes / max(1, sampledBytes / sample.count) + 1))
         }
         return sample
     }

@@ -353,6 +353,16 @@ struct SQLiteStoreTests {
         #expect((0..<2_500).filter { !keys.contains("new \($0)") }.isEmpty, "new entries were evicted")
     }
 
+    /// A trim to nothing deletes every row, a bounded sample at a time (6,000 rows: more than one
+    /// round's sample).
+    @Test func aTrimToNothingEvictsEveryRow() throws {
+        let store = try open(capacity: nil)
+        for i in 0..<6_000 { try store.setValue(Data(repeating: UInt8(i % 256), count: 512), forKey: "key \(i)") }
+        try store.trim(toSize: 0)
+        #expect(store.count == 0)
+        #expect(store.statistics.evictions == 6_000)
+    }
+
     /// The page cache is sized by the configuration: 32 MiB by default (SQLite's own is 2 MB).
     @Test func thePageCacheIsSizedByTheConfiguration() throws {
         let store = try open(capacity: nil)
