@@ -10,8 +10,9 @@ import Glibc
 #endif
 
 /// The recency a process records reaches the disk without it releasing its stores: after a plain
-/// `exit(0)` all of it, after SIGKILL all but its last moments.
-@Suite(.serialized, .timeLimit(.minutes(2)), .tags(.disk, .process, .slow))
+/// `exit(0)` all of it, after SIGKILL all but its last moments. The bodies call the synchronous
+/// `FileStore` API (`keys()` waits for the store's index), so they run off the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(2)), .offThePool, .tags(.disk, .process, .slow))
 struct RecencyTests {
     static let worker = ChildProcess.binary("HanekeFaultWorker")
 
