@@ -149,8 +149,12 @@ public enum ChildProcess {
     }
 
     /// Starts a process on a thread of its own: `posix_spawn` sleeps until the child has replaced
-    /// itself with the executable, 5–30 ms on a busy machine.
+    /// itself with the executable, 5–30 ms on a busy machine. A child that crashes does not start
+    /// Swift's backtracer, which would inherit the child's pipes and keep them open after it died.
     private static func launch(_ process: Process) async throws {
+        var environment = process.environment ?? ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
         try await offThePool { try process.run() }
     }
 }
