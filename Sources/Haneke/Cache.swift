@@ -258,7 +258,10 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
                     await disk.waitUntilIndexed()   // its size is known once it has indexed its files
                     total += disk.totalSize
                 }
-                total += await stack.small?.base?.totalSize ?? 0
+                if let small = await stack.small?.base {
+                    // Its files' sizes are system calls: asked on its executor, off the pool.
+                    total += (try? await small.executor.run { small.totalSize }) ?? 0
+                }
             }
             return total
         }
