@@ -194,13 +194,13 @@ extension SQLiteStore {
         guard fileLength(path) != 0 else { return nil }
         let database = try openForReading(path)
         let id = Self.id(for: key)
-        var key = key
-        let lookup = try key.withUTF8 { try database.lookup(id: id, key: UnsafeRawBufferPointer($0), withValue: true) }
+        var bytes = key
+        let lookup = try bytes.withUTF8 { try database.lookup(id: id, key: UnsafeRawBufferPointer($0), withValue: true) }
         guard case .found(let row) = lookup else { return nil }
         if let expires = row.expires, Double(expires) / 1_000 <= now.timeIntervalSince1970 { return nil }
         let value = row.value ?? Data()
         guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
-            throw StoreError(.corrupted, "The row for key \(Logger.describe(String(decoding: row.key, as: UTF8.self))) in \(folder.path)/\(databaseFileName) is damaged (its value does not match its checksum)")
+            throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(folder.path)/\(databaseFileName) is damaged (its value does not match its checksum)")
         }
         return value
     }

@@ -349,7 +349,7 @@ public final class SQLiteStore: Store {
     private enum Read {
         case hit(Data)
         case miss
-        case damaged(Data)
+        case damaged
     }
 
     private func readValue(forKey key: String) throws -> Data? {
@@ -376,7 +376,7 @@ public final class SQLiteStore: Store {
                 guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
                     state.uses[id] = nil
                     _ = try? state.database.delete(id: id)
-                    return .damaged(row.key)
+                    return .damaged
                 }
                 state.uses[id] = now
                 scheduleFlush(&state)
@@ -388,9 +388,9 @@ public final class SQLiteStore: Store {
             return value
         case .miss:
             return nil
-        case .damaged(let key):
+        case .damaged:
             logger.warning("A damaged row was read as a miss and deleted", metadata: [
-                "directory": "\(directory)", "key": "\(Logger.describe(String(decoding: key, as: UTF8.self)))",
+                "directory": "\(directory)", "key": "\(Logger.describe(key))",
             ])
             return nil
         }

@@ -21,6 +21,7 @@ final class Database: @unchecked Sendable {
         var created: Int64
         var expires: Int64?
         var used: Int64
+        /// The key as stored, when the row was listed; empty from a lookup, whose caller has it.
         var key: Data
         /// The value, when it was read.
         var value: Data?
@@ -156,7 +157,7 @@ final class Database: @unchecked Sendable {
         guard length == key.count, length == 0 || memcmp(sqlite3_column_blob(statement, 5), key.baseAddress!, length) == 0 else {
             return .otherKey
         }
-        return .found(row(statement, withValue: withValue, key: Data(key)))
+        return .found(row(statement, withValue: withValue, listed: false))
     }
 
     /// Every row, most recently used first; values only when asked.
@@ -167,18 +168,18 @@ final class Database: @unchecked Sendable {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
-            try body(row(statement, withValue: withValues, key: nil))
+            try body(row(statement, withValue: withValues, listed: true))
         }
     }
 
-    private func row(_ statement: OpaquePointer, withValue: Bool, key: Data?) -> Row {
+    private func row(_ statement: OpaquePointer, withValue: Bool, listed: Bool) -> Row {
         Row(
             id: sqlite3_column_int64(statement, 0),
             checksum: UInt64(bitPattern: sqlite3_column_int64(statement, 1)),
             created: sqlite3_column_int64(statement, 2),
             expires: sqlite3_column_type(statement, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 3),
             used: sqlite3_column_int64(statement, 4),
-            key: key ?? blob(statement, 5),
+            key: listed ? blob(statement, 5) : Data(),
             value: withValue ? blob(statement, 6) : nil,
             valueLength: withValue ? Int(sqlite3_column_bytes(statement, 6)) : Int(sqlite3_column_int64(statement, 6))
         )
