@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HanekeTesting
 import Testing
 import TestSupport
 
@@ -105,6 +106,58 @@ struct WatchdogTests {
             }
         )
         #expect(job.slept >= .milliseconds(20))
+        #expect(job.stack != nil)
+        #expect(job.waitedForALock, "\(job.stack ?? "")")
+    }
+
+    /// A page fault is a short wait too. A load that waits for a page to be read from disk is
+    /// what the first use of a library's code or data costs: the machine's load, not a call that
+    /// blocks. (A CI run caught the runtime's first look at a witness table in
+    /// FoundationInternationalization asleep for 21 ms that way.)
+    @Test func aPageFaultIsAShortWait() async throws {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pageCount = 8_192
+        let (directory, descriptor, address) = try await offThePool { () throws -> (TemporaryDirectory, Int32, UInt) in
+            let directory = try TemporaryDirectory()
+            let descriptor = open(directory.appending("pages"), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            try #require(descriptor >= 0)
+            // Written and flushed, then dropped from the page cache: every page's first touch
+            // reads the disk. Random access turns the kernel's read-ahead off.
+            let chunk = [UInt8](repeating: 0xA5, count: 1 << 20)
+            for _ in 0..<(pageCount * pageSize / chunk.count) {
+                try #require(chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) } == chunk.count)
+            }
+            try #require(fsync(descriptor) == 0)
+            try #require(posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED) == 0)
+            let mapping: UnsafeMutableRawPointer? = mmap(nil, pageCount * pageSize, PROT_READ, MAP_SHARED, descriptor, 0)
+            try #require(mapping != nil && mapping != MAP_FAILED)
+            try #require(madvise(mapping, pageCount * pageSize, MADV_RANDOM) == 0)
+            return (directory, descriptor, UInt(bitPattern: mapping))
+        }
+        let mapping = try #require(UnsafeRawPointer(bitPattern: address))
+        var majorFaults = 0
+        var sum = 0
+        let job = try #require(
+            await Watchdog.measureCurrentJob {
+                var before = rusage(), after = rusage()
+                // The process's count: thousands of major faults in this loop are its own.
+                getrusage(RUSAGE_SELF.rawValue, &before)
+                // Every page once, in an order that defeats read-ahead (7,919 is prime to 8,192).
+                for index in 0..<pageCount {
+                    sum &+= Int(mapping.load(fromByteOffset: (index * 7_919 % pageCount) * pageSize, as: UInt8.self))
+                }
+                getrusage(RUSAGE_SELF.rawValue, &after)
+                majorFaults = after.ru_majflt - before.ru_majflt
+            }
+        )
+        _ = try await offThePool {
+            munmap(UnsafeMutableRawPointer(bitPattern: address), pageCount * pageSize)
+            close(descriptor)
+            withExtendedLifetime(directory) {}
+        }
+        #expect(sum == 0xA5 * pageCount)
+        try #require(majorFaults > pageCount / 2, "the touches read the disk (the kernel dropped the file's pages when asked)")
+        #expect(job.slept >= .milliseconds(5))
         #expect(job.stack != nil)
         #expect(job.waitedForALock, "\(job.stack ?? "")")
     }

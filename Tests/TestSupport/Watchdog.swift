@@ -19,7 +19,8 @@ public enum Watchdog {
         /// The stack the watchdog caught the job's thread asleep in, one frame per line, or nil.
         public var stack: String?
         /// Whether the job's waits were short ones — a mutex, one file-system call on names, a
-        /// socket's set-up — which have a longer limit: the holder may be waiting for a CPU.
+        /// socket's set-up, a page fault — which have a longer limit: the holder may be waiting
+        /// for a CPU.
         public var waitedForALock: Bool
     }
 

@@ -15,7 +15,8 @@ typedef struct {
     uint64_t cpu_nanoseconds;
     /// Whether the watchdog caught the job's thread asleep and took its stack.
     int32_t stack_taken;
-    /// Whether the job's waits were short ones: a mutex, or one file-system call on names.
+    /// Whether the job's waits were short ones: a mutex, one file-system call on names, a
+    /// socket's set-up or a page fault.
     int32_t waited_for_a_lock;
 } HanekeWatchdogJob;
 
