@@ -136,12 +136,8 @@ extension FileStore {
     /// The expiry, in milliseconds since 1970, of an entry written at `created` with a time to live;
     /// clamped so that no duration overflows, and never 0 (which the header reads as "never").
     static func expiry(after timeToLive: Duration, from created: Int64) -> Int64 {
-        let (seconds, attoseconds) = timeToLive.components
-        let (fromSeconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        let milliseconds = overflow ? (seconds < 0 ? Int64.min : Int64.max) : fromSeconds &+ attoseconds / 1_000_000_000_000_000
-        let (sum, sumOverflow) = created.addingReportingOverflow(milliseconds)
-        let expiry = sumOverflow ? (milliseconds < 0 ? Int64.min + 1 : Int64.max) : sum
-        return expiry == 0 ? 1 : expiry
+        let expiry = created.saturatingAdding(timeToLive.saturatingMilliseconds)
+        return expiry == 0 ? 1 : max(expiry, Int64.min + 1)
     }
 
     func deleteValue(forKey key: String) throws {

@@ -86,8 +86,8 @@ public final class IOExecutor: Sendable {
     ///   - delay: How long to wait first.
     ///   - work: Blocking work.
     public func submit(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = max(0, min(seconds, 86_400)) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        // A day at most: a longer timer is as good as none, and DispatchTime's sum would overflow.
+        let nanoseconds = min(max(0, delay.saturatingNanoseconds), 86_400 * 1_000_000_000)
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { self.submit(work) }
     }
 

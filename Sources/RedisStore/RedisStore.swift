@@ -88,11 +88,11 @@ public final class RedisStore: Store {
         )
         prefix = ByteBuffer(string: configuration.keyPrefix)
         timeToLiveMilliseconds = configuration.timeToLive.flatMap { ttl in
-            let (seconds, attoseconds) = ttl.components
             // A century or more is forever: no PX (Redis refuses expiry times that overflow).
-            guard seconds < 100 * 365 * 24 * 3600 else { return nil }
-            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-            return String(milliseconds)
+            guard ttl < .seconds(100 * 365 * 24 * 3600) else { return nil }
+            // Rounded up to whole milliseconds: a lifetime under one is not "none".
+            let milliseconds = ttl.saturatingMilliseconds
+            return String(ttl > .milliseconds(milliseconds) ? milliseconds + 1 : milliseconds)
         }
         scanCount = String(max(1, configuration.scanCount))
         maximumScanRounds = configuration.maximumScanRounds.map { max(1, $0) }
@@ -308,9 +308,8 @@ public final class RedisStore: Store {
     }
 
     private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        // About 292 years is as long as a TimeAmount gets; longer means "no limit".
-        guard seconds < Int64.max / 1_000_000_000 - 1 else { return .nanoseconds(Int64.max / 2) }
-        return .nanoseconds(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        // About 292 years is as long as a TimeAmount gets; longer means "no limit" (half of it, so
+        // that a deadline of now plus it does not overflow).
+        .nanoseconds(max(1, min(duration.saturatingNanoseconds, Int64.max / 2)))
     }
 }

@@ -68,6 +68,15 @@ struct FileStoreTests {
         }.run()
     }
 
+    /// The longest durations a configuration can hold are clamped, never a trap.
+    @Test func conformsWithTheLongestLifetimeAndFlushInterval() async throws {
+        try await StoreConformanceSuite {
+            try TemporaryStore {
+                try FileStore(directory: $0.path, configuration: .init(timeToLive: .seconds(Int64.max), recencyFlushInterval: .seconds(Int64.max)))
+            }
+        }.run()
+    }
+
     @Test func aMemoryStoreChainedToAFileStoreConforms() async throws {
         try await StoreConformanceSuite {
             MemoryStore<String, Data>(countLimit: 100)

@@ -17,6 +17,10 @@ struct MemoryStoreTests {
         }.run()
     }
 
+    @Test func conformsWithTheLongestLifetime() async throws {
+        try await StoreConformanceSuite { MemoryStore<String, Data>(timeToLive: .seconds(Int64.max)) }.run()
+    }
+
     @Test func conformsAsAStoreOfStrings() async throws {
         try await StoreConformanceSuite { MemoryStore<String, String>() }.run()
     }

@@ -26,6 +26,20 @@ struct RedisStoreTests {
         }.run()
     }
 
+    /// The longest durations a configuration can hold are clamped, never a trap: a lifetime of
+    /// `Int64.max` seconds keeps values without `PX`, timeouts that long are no limit.
+    @Test func conformsWithTheLongestLifetimeAndTimeouts() async throws {
+        let url = try await SharedRedis.url()
+        try await StoreConformanceSuite {
+            var configuration = try RedisStore.Configuration(url: url, keyPrefix: SharedRedis.uniquePrefix("conformance-long"))
+            configuration.timeToLive = .seconds(Int64.max)
+            configuration.connectTimeout = .seconds(Int64.max)
+            configuration.commandTimeout = .seconds(Int64.max)
+            configuration.maximumReconnectDelay = .seconds(Int64.max)
+            return RedisStore(configuration: configuration)
+        }.run()
+    }
+
     @Test func keepsBinaryEmptyAndLargeValuesAndAnyKey() async throws {
         let store = try await SharedRedis.store()
         var random = SeededRandomNumberGenerator(seed: 8)
