@@ -12,8 +12,13 @@ public import Logging
 /// ```
 ///
 /// `Cache(name:)` keeps each format's files under `$XDG_CACHE_HOME/haneke/<name>/<format>` (or
-/// `~/.cache/haneke/...`, with the home folder from `HOME` or the password database); if that
-/// folder cannot be used — or there is no home folder at all — the format works from memory alone
+/// `~/.cache/haneke/...`, with the home folder from `HOME` or the password database). If a format's
+/// folder cannot be used (not a store's, another user's, a database another process keeps
+/// locked), its disk layer is *unavailable*: reads there are misses, so the format works from
+/// memory, but `set`, `remove` and `removeAll` throw `unavailable` naming the cause, after the
+/// memory layer took them. The layer tries to open again every 5 seconds, and once open it first
+/// removes every key written or removed meanwhile, so a value removed while it could not be used
+/// is never served from it again. With no home folder at all the cache works from memory alone
 /// and says so in the log. Each format's folder is private to the user (`0700`, files `0600`).
 /// Creating a cache never waits for the disk: each format's folder opens in the background on the
 /// shared `IOExecutor`, and the first operation that needs it waits for it (suspending, without
@@ -214,7 +219,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   - value: The value.
     ///   - key: The key.
     ///   - formatName: The format; the original by default.
-    /// - Throws: `formatNotFound`, a transform's error, or the first layer's error.
+    /// - Throws: `formatNotFound`, a transform's error, or the first layer's error (after every
+    ///   layer was attempted): `unavailable` when the format's disk layer cannot be used.
     public func set(_ value: Value, forKey key: String, formatName: String = Cache.originalFormatName) async throws {
         let stack = try stack(for: formatName)
         let transformed = try await stack.format.apply(to: value)
@@ -225,7 +231,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Parameters:
     ///   - key: The key.
     ///   - formatName: The format; the original by default.
-    /// - Throws: `formatNotFound`, or the first layer's error.
+    /// - Throws: `formatNotFound`, or the first layer's error (after every layer was attempted):
+    ///   `unavailable` when the format's disk layer cannot be used — the key is then gone from
+    ///   memory, and the disk layer removes it before it serves anything once it opens.
     public func remove(key: String, formatName: String = Cache.originalFormatName) async throws {
         let stack = try stack(for: formatName)
         try await stack.path.removeValue(forKey: key)

@@ -300,11 +300,13 @@ struct CacheTests {
         #expect(try await cache.fetch(key: "k") { _ in "from the source" } == "from the source")
     }
 
-    @Test func anUnusableFolderLeavesAMemoryOnlyCache() async throws {
+    /// The memory layer keeps working; the write the disk layer could not make is reported.
+    @Test func anUnusableFolderLeavesAMemoryOnlyCacheThatSaysSo() async throws {
         let file = directory.appending("a file")
         _ = try await offThePool { FileManager.default.createFile(atPath: file, contents: Data()) }
         let cache = Cache<String>(name: "x", directory: file)   // a file, not a folder
-        try await cache.set("still works", forKey: "k")
+        let error = await #expect(throws: StoreError.self) { try await cache.set("still works", forKey: "k") }
+        #expect(error?.code == .unavailable)
         #expect(try await cache.fetch(key: "k") == "still works")
         #expect(try await cache.diskStore() == nil)
     }
