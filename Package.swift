@@ -109,7 +109,7 @@ let package = Package(
         // A child process for the reliability tests: writes until killed or until a limit stops it.
         .executableTarget(
             name: "HanekeFaultWorker",
-            dependencies: ["FileStore", "CompressedStore", "SQLiteStore", "HanekeProtocols"],
+            dependencies: ["FileStore", "CompressedStore", "SQLiteStore", "HanekeProtocols", "SeededRandom"],
             path: "Tests/FaultWorker"
         ),
         // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
@@ -191,7 +191,7 @@ let package = Package(
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "FileStore", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SQLiteStore", "CSQLite", "FileStore", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
         .testTarget(

@@ -97,16 +97,14 @@ extension SQLiteStore {
     public static func inspect(directory: String, access: FileStore.Access = .owner) throws -> Inspection? {
         let folder = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         guard let databaseSize = folder.allocatedSize(of: databaseFileName) else { return nil }
-        try folder.checkFile(databaseFileName)
-        for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
-        let path = try folder.resolvedPath() + "/" + databaseFileName
+        try checkDatabaseFiles(in: folder)
         var inspection = Inspection(
             path: folder.path + "/" + databaseFileName, entries: [], damagedRows: [], structuralProblems: nil,
             unreadable: nil, databaseSize: databaseSize, logSize: 0, logIndexSize: 0
         )
-        if fileLength(path) != 0 {
+        if folder.length(of: databaseFileName) != 0 {
             do {
-                let database = try openForReading(path)
+                let database = try openForReading(folder)
                 try examine(database, into: &inspection)
             } catch let error as StoreError where error.code == .corrupted {
                 inspection.unreadable = error.message
@@ -136,11 +134,9 @@ extension SQLiteStore {
         _ = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         let folder = try SharedStoreFolder(path: directory, access: access)
         guard folder.allocatedSize(of: databaseFileName) != nil else { return nil }
-        try folder.checkFile(databaseFileName)
-        for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
-        let path = try folder.resolvedPath() + "/" + databaseFileName
+        try checkDatabaseFiles(in: folder)
         var repair = Repair(deletedRows: [], removedDatabase: false)
-        if fileLength(path) == 0 {
+        if folder.length(of: databaseFileName) == 0 {
             // A database created but never initialised (its creator stopped at once): nothing to keep.
             try removeDatabase(in: folder)
             repair.removedDatabase = true
@@ -148,9 +144,9 @@ extension SQLiteStore {
         }
         var structure: String?
         do {
-            let database = try Database(path: path, readOnly: false, durable: true, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+            let database = try Database(folder: folder, readOnly: false, durable: true, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5), timeLimit: inspectionTimeLimit)
             var inspection = Inspection(
-                path: path, entries: [], damagedRows: [], structuralProblems: nil,
+                path: database.path, entries: [], damagedRows: [], structuralProblems: nil,
                 unreadable: nil, databaseSize: 0, logSize: 0, logIndexSize: 0
             )
             try examine(database, into: &inspection)
@@ -188,11 +184,9 @@ extension SQLiteStore {
     public static func value(forKey key: String, inDirectory directory: String, access: FileStore.Access = .owner, now: Date = Date()) throws -> Data? {
         let folder = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         guard folder.allocatedSize(of: databaseFileName) != nil else { return nil }
-        try folder.checkFile(databaseFileName)
-        for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
-        let path = try folder.resolvedPath() + "/" + databaseFileName
-        guard fileLength(path) != 0 else { return nil }
-        let database = try openForReading(path)
+        try checkDatabaseFiles(in: folder)
+        guard folder.length(of: databaseFileName) != 0 else { return nil }
+        let database = try openForReading(folder)
         let id = Self.id(for: key)
         var bytes = key
         let lookup = try bytes.withUTF8 { try database.lookup(id: id, key: UnsafeRawBufferPointer($0), withValue: true) }
@@ -239,24 +233,22 @@ extension SQLiteStore {
     /// tried first: it is the last to close that deletes SQLite's log and its index, which a
     /// read-only connection makes when they are missing and leaves behind. When this process may
     /// not write the files, read-only.
-    private static func openForReading(_ path: String) throws -> Database {
+    private static func openForReading(_ folder: SharedStoreFolder) throws -> Database {
         do {
-            return try Database(path: path, readOnly: false, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+            return try Database(folder: folder, readOnly: false, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5), timeLimit: inspectionTimeLimit)
         } catch let error as StoreError where error.code == .io {
-            return try Database(path: path, readOnly: true, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5))
+            return try Database(folder: folder, readOnly: true, durable: false, pageSize: pageSize, walPages: 1_000, busyTimeout: .seconds(5), timeLimit: inspectionTimeLimit)
         }
     }
+
+    /// The longest the inspection API (and so `haneke inspect`, `get`, `verify`) works on one
+    /// database: past it, the statement running is interrupted and the call throws `timeout`.
+    static let inspectionTimeLimit = Duration.seconds(60)
 
     /// Removes the database, its log and the log's index.
     private static func removeDatabase(in folder: SharedStoreFolder) throws {
-        for name in [databaseFileName + "-wal", databaseFileName + "-shm", databaseFileName] {
+        for name in StoreNames.smallValuesCompanions.map({ databaseFileName + $0 }) + [databaseFileName] {
             try folder.removeFile(name)
         }
-    }
-
-    /// The length of the file at `path` (not followed if a link), or `nil`.
-    private static func fileLength(_ path: String) -> Int? {
-        var info = stat()
-        return lstat(path, &info) == 0 ? Int(info.st_size) : nil
     }
 }

@@ -60,9 +60,13 @@ public final class SQLiteStore: Store {
     let counter = StatisticsCounter()
     /// The bytes of the database's pages.
     static let pageSize = 4_096
-    /// Pages the log may reach before SQLite copies it into the database.
+    /// The log's scale, in pages: a sixteenth of the capacity, from 8 to 1,000. A commit copies the
+    /// log into the database once it holds half of this; once it holds three quarters (other
+    /// processes kept it from starting over), the commit waits for their readers and truncates it.
     let logPages: Int
-    /// The bytes kept for the log and its index within the capacity.
+    /// The bytes kept within the capacity for the log and its index: twice ``logPages`` and a
+    /// margin, so that the log stays within it while several processes write at once (each
+    /// commit adds to it until one of them truncates it).
     let reserve: Int
 
     struct State: Sendable {
@@ -112,7 +116,7 @@ public final class SQLiteStore: Store {
         self.executor = executor
         folder = try SharedStoreFolder(path: directory, access: configuration.access)
         logPages = configuration.capacity.map { min(1_000, max(8, $0 / Self.pageSize / 16)) } ?? 1_000
-        reserve = (logPages + 8) * Self.pageSize + 32_768
+        reserve = (2 * logPages + 8) * Self.pageSize + 32_768
         let database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
         state = Locked(State(database: database))
     }
@@ -139,14 +143,20 @@ public final class SQLiteStore: Store {
     }
 
     static func openDatabase(in folder: SharedStoreFolder, configuration: Configuration, logPages: Int) throws -> Database {
-        let path = try folder.resolvedPath() + "/" + databaseFileName
         try folder.prepareFile(databaseFileName)
-        for companion in ["-wal", "-shm"] { try folder.checkFile(databaseFileName + companion) }
+        try checkDatabaseFiles(in: folder, database: false)
         return try Database(
-            path: path, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
+            folder: folder, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
             walPages: logPages, busyTimeout: configuration.busyTimeout, exclusive: configuration.exclusiveAccess,
             cacheSize: configuration.pageCacheSize
         )
+    }
+
+    /// Checks that the database and SQLite's companion files (its log, the log's index, a rollback
+    /// journal), where they exist, are plain files of the user's own that no one else may write.
+    static func checkDatabaseFiles(in folder: SharedStoreFolder, database: Bool = true) throws {
+        if database { try folder.checkFile(databaseFileName) }
+        for companion in StoreNames.smallValuesCompanions { try folder.checkFile(databaseFileName + companion) }
     }
 
     // MARK: - Synchronous API
@@ -195,10 +205,9 @@ public final class SQLiteStore: Store {
         var key = key
         let removed = try key.withUTF8 { key in
             try state.withLock { state -> Bool in
-                // Only the row of this key: another key's row under the same id stays.
-                guard try state.database.delete(id: id, key: UnsafeRawBufferPointer(key)) else { return false }
                 state.uses[id] = nil
-                return true
+                // Only the row of this key: another key's row under the same id stays.
+                return try change(&state) { try $0.delete(id: id, key: UnsafeRawBufferPointer(key)) }
             }
         }
         if removed { counter.recordRemoval() }
@@ -209,9 +218,11 @@ public final class SQLiteStore: Store {
     public func removeAll() throws {
         try state.withLock { state in
             state.uses = [:]
-            try state.database.deleteAll()
-            try state.database.releaseFreePages()
-            try state.database.checkpoint()
+            try change(&state) { database in
+                try database.deleteAll()
+                try database.releaseFreePages()
+                try database.checkpoint()
+            }
         }
     }
 
@@ -237,7 +248,7 @@ public final class SQLiteStore: Store {
     /// The bytes the store's files take on disk now — the database, its log and the log's index —
     /// as `du` counts them.
     public var totalSize: Int {
-        [Self.databaseFileName, Self.databaseFileName + "-wal", Self.databaseFileName + "-shm"]
+        ([Self.databaseFileName] + StoreNames.smallValuesCompanions.map { Self.databaseFileName + $0 })
             .reduce(0) { $0 + (folder.allocatedSize(of: $1) ?? 0) }
     }
 
@@ -399,7 +410,7 @@ public final class SQLiteStore: Store {
     private func writeValue(_ value: Data, forKey key: String) throws {
         let id = Self.id(for: key)
         let now = now()
-        let expires = configuration.timeToLive.map { now + Int64($0.components.seconds * 1_000) + Int64($0.components.attoseconds / 1_000_000_000_000_000) }
+        let expires = configuration.timeToLive.map { now.saturatingAdding($0.saturatingMilliseconds) }
         var key = key
         if let capacity = configuration.capacity, value.count + key.utf8.count + reserve > capacity {
             throw StoreError(
@@ -411,12 +422,26 @@ public final class SQLiteStore: Store {
             try value.withUnsafeBytes { bytes in
                 let sum = checksum(id: id, value: bytes)
                 try state.withLock { state in
-                    try state.database.upsert(id: id, checksum: sum, created: now, expires: expires, used: now, key: UnsafeRawBufferPointer(key), value: bytes)
+                    try change(&state) { try $0.upsert(id: id, checksum: sum, created: now, expires: expires, used: now, key: UnsafeRawBufferPointer(key), value: bytes) }
                     state.uses[id] = nil
                     if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
                 }
             }
         }
+    }
+
+    /// Runs a change on the database, and checks that the file changed is still the one at the
+    /// database's name in the folder. When it was deleted or replaced behind the store's back (a
+    /// write to it would be acknowledged and lost), opens the database at the name again — making
+    /// a new one, and the folder too if that was deleted — and runs the change there.
+    private func change<T>(_ state: inout State, _ body: (Database) throws -> T) throws -> T {
+        let result = try body(state.database)
+        guard state.database.hasMoved() else { return result }
+        logger.warning("The store's database was deleted or replaced behind its back; opening it again", metadata: ["directory": "\(directory)"])
+        _ = try folder.reopenIfDeleted()
+        state.database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
+        state.uses = [:]
+        return try body(state.database)
     }
 
     /// The rows one read of a sample takes, in id order from a random id.
@@ -446,17 +471,27 @@ public final class SQLiteStore: Store {
             // Down to 95 % of the limit, so that the next writes do not each evict again.
             var excess = used - size + size / 20
             var evicted = 0
-            try state.database.transaction {
-                while excess > 0 {
-                    let sample = try evictionSample(&state, forBytes: excess)
-                    if sample.isEmpty { break }
-                    let oldest = sample.sorted { $0.value.used < $1.value.used }.prefix(max(1, sample.count / Self.evictionOversampling))
-                    for (id, row) in oldest where excess > 0 {
-                        try state.database.delete(id: id)
-                        excess -= Self.pagesBytes(ofRow: row.size)
-                        evicted += 1
+            // In transactions of a bounded number of rows (random rows: each may be on a page
+            // of its own), each followed by a checkpoint when due, so that the log stays within
+            // the room kept for it.
+            let rowsPerTransaction = state.database.rowsPerTransaction
+            while excess > 0 {
+                let deleted = try state.database.transaction { () -> Int in
+                    var deleted = 0
+                    while excess > 0, deleted < rowsPerTransaction {
+                        let sample = try evictionSample(&state, forBytes: excess)
+                        if sample.isEmpty { break }
+                        let count = min(max(1, sample.count / Self.evictionOversampling), rowsPerTransaction - deleted)
+                        for (id, row) in sample.sorted(by: { $0.value.used < $1.value.used }).prefix(count) where excess > 0 {
+                            try state.database.delete(id: id)
+                            excess -= Self.pagesBytes(ofRow: row.size)
+                            deleted += 1
+                        }
                     }
+                    return deleted
                 }
+                evicted += deleted
+                if deleted == 0 { break }
             }
             counter.recordEvictions(evicted)
             pages = try state.database.pages()

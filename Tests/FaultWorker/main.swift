@@ -17,11 +17,20 @@
 //                                                       releasing the store or flushing its journal
 //   HanekeFaultWorker touch-and-wait DIR                the same, then prints "ready" and waits to be
 //                                                       killed
+//   HanekeFaultWorker churn DIR ENGINE CAPACITY SECONDS WORKER
+//                                                       one of several processes sharing one store
+//                                                       folder (ENGINE sqlite): writes, reads and
+//                                                       removes random keys for SECONDS; prints
+//                                                       "ready" after its first write, "wrong ..."
+//                                                       for a value that is not whole or not its
+//                                                       key's or a removed key read back, and at the
+//                                                       end "done <writes> <reads> <removals> <wrong>"
 
 import CompressedStore
 import FileStore
 import Foundation
 import HanekeProtocols
+import SeededRandom
 import SQLiteStore
 
 #if canImport(Glibc)
@@ -137,6 +146,50 @@ case "touch-and-exit", "touch-and-wait":
     _ = readLine()
     exit(0)
 
+case "churn":
+    guard arguments.count >= 7, let capacity = Int(arguments[4]), let seconds = Int(arguments[5]), let worker = UInt64(arguments[6]) else { exit(2) }
+    let engine = arguments[3]
+    guard engine == "sqlite" else { exit(2) }
+    let store = try SQLiteStore(directory: directory, configuration: .init(capacity: capacity))
+    var random = SeededRandomNumberGenerator(seed: worker)
+    var (writes, reads, removals, wrong) = (0, 0, 0, 0)
+    // Keys every worker writes (values checked whole and of their key), and keys of this worker's
+    // own, which it removes: a removed key of its own must never be read back until it writes it again.
+    var removed: Set<String> = []
+    let end = ContinuousClock.now + .seconds(seconds)
+    var sequence = Int(worker) * 1_000_000_000
+    while ContinuousClock.now < end {
+        sequence += 1
+        let shared = "shared-\(random.next() % 200)"
+        let own = "w\(worker)-\(random.next() % 100)"
+        switch random.next() % 10 {
+        case 0..<5:
+            let key = random.next() % 2 == 0 ? shared : own
+            try store.setValue(WorkerValue.make(key: key, sequence: sequence, length: 500 + Int(random.next() % 3_000)), forKey: key)
+            removed.remove(key)
+            writes += 1
+            if writes == 1 { line("ready") }
+        case 5..<8:
+            for key in [shared, own] {
+                reads += 1
+                guard let value = try store.value(forKey: key) else { continue }
+                if removed.contains(key) {
+                    wrong += 1
+                    line("wrong \(key): removed, then read back")
+                } else if WorkerValue.parse(value)?.key != key {
+                    wrong += 1
+                    line("wrong \(key): not a whole value of its own")
+                }
+            }
+        default:
+            try store.removeValue(forKey: own)
+            removed.insert(own)
+            removals += 1
+        }
+    }
+    line("done \(writes) \(reads) \(removals) \(wrong)")
+
 default:
     exit(2)
 }
+

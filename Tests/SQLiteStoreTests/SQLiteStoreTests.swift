@@ -1,3 +1,4 @@
+import CSQLite
 import FileStore
 import Foundation
 import HanekeProtocols
@@ -67,6 +68,19 @@ struct SQLiteStoreTests {
     @Test func anExclusiveStoreConforms() async throws {
         try await StoreConformanceSuite {
             try TemporaryStore { try SQLiteStore(directory: $0.path, configuration: .init(exclusiveAccess: true)) }
+        }.run()
+    }
+
+    /// The longest durations a configuration can hold are clamped, never a trap: a lifetime of
+    /// `Int64.max` seconds is "until the end of time", a busy timeout that long waits as long as
+    /// SQLite can count.
+    @Test func conformsWithTheLongestLifetimeAndTimeouts() async throws {
+        try await StoreConformanceSuite {
+            try TemporaryStore {
+                try SQLiteStore(directory: $0.path, configuration: .init(
+                    timeToLive: .seconds(Int64.max), recencyFlushInterval: .seconds(Int64.max), busyTimeout: .seconds(Int64.max)
+                ))
+            }
         }.run()
     }
 
@@ -410,5 +424,126 @@ struct SQLiteStoreTests {
         try await routed.removeValue(forKey: "k")
         #expect(try await routed.value(forKey: "k") == nil)
         #expect(routed.layerStatistics.map(\.name) == ["sqlite", "file"])
+    }
+}
+
+extension SQLiteStoreTests {
+    /// SQLite keeps a rollback journal (`-journal`) beside the database while the transaction that
+    /// creates it runs: a name of the store's own, so a `FileStore` indexing the folder then does
+    /// not warn of things that are not its own (it did, for every new database).
+    @Test func theRollbackJournalIsANameOfTheStoresOwn() async throws {
+        _ = try open()
+        let journal = databasePath + "-journal"
+        #expect(FileManager.default.createFile(atPath: journal, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        let log = LogCapture()
+        let files = try FileStore(directory: folder, configuration: .init(), logger: log.logger)
+        await files.waitUntilIndexed()
+        #expect(!log.lines.contains { $0.contains("not its own") }, "\(log.lines)")
+    }
+}
+
+extension SQLiteStoreTests {
+    /// Runs `sql` on the database at `path` through SQLite itself (making files a store never would).
+    func execute(_ sql: String, on path: String) throws {
+        var handle: OpaquePointer?
+        defer { sqlite3_close_v2(handle) }
+        guard sqlite3_open(path, &handle) == SQLITE_OK else { throw StoreError(.io, "could not open \(path)") }
+        var message: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
+            defer { sqlite3_free(message) }
+            throw StoreError(.io, "\(sql): \(message.map { String(cString: $0) } ?? "")")
+        }
+    }
+
+    /// A database with the store's header whose `entries` is an endless view: the store and the
+    /// inspection API (the tool's `inspect`, `get`, `verify`) refuse it at once instead of reading
+    /// rows for ever (they hung).
+    @Test func aDatabaseWhoseEntriesAreAnEndlessViewIsRefusedAtOnce() async throws {
+        _ = try open()
+        try FileManager.default.removeItem(atPath: databasePath)
+        try execute("""
+            PRAGMA application_id = \(Database.applicationID); PRAGMA user_version = \(Database.formatVersion);
+            CREATE VIEW entries(id, checksum, created, expires, used, key, value) AS
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+                SELECT i, 0, 0, NULL, i, CAST(i AS BLOB), zeroblob(10) FROM n;
+            """, on: databasePath)
+        #expect(chmod(databasePath, 0o600) == 0)
+        for attempt in [
+            { _ = try SQLiteStore.inspect(directory: self.folder) },
+            { _ = try SQLiteStore.value(forKey: "1", inDirectory: self.folder) },
+            { _ = try SQLiteStore.repair(directory: self.folder) },
+            { _ = try self.open() },
+        ] as [() throws -> Void] {
+            let error = #expect(throws: StoreError.self) { try attempt() }
+            #expect(error?.code == .notAStore, "\(String(describing: error))")
+        }
+    }
+
+    /// The inspection API's connections give up after their time limit with `timeout`: a
+    /// statement that would run for ever is interrupted.
+    @Test func aStatementPastTheTimeLimitIsInterrupted() throws {
+        _ = try open()
+        let database = try Database(
+            folder: SharedStoreFolder(path: folder, access: .owner), readOnly: true, durable: false, pageSize: SQLiteStore.pageSize, walPages: 8,
+            busyTimeout: .seconds(1), timeLimit: .milliseconds(200)
+        )
+        let error = #expect(throws: StoreError.self) {
+            try database.run("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n")
+        }
+        #expect(error?.code == .timeout, "\(String(describing: error))")
+    }
+}
+
+extension SQLiteStoreTests {
+    /// SQLite opens and deletes the database's files through the folder held open, not through its
+    /// path: with the store's folder moved away and another folder put at its path, the store
+    /// keeps using its own, and when it closes it deletes its own log, not a file of the same
+    /// name in the folder now at the path (it did: SQLite deleted the log by path).
+    @Test func theDatabaseFilesAreReachedThroughTheFolderHeldOpenNotItsPath() async throws {
+        let executor = IOExecutor(width: 1, label: "closing")
+        var store: SQLiteStore? = try SQLiteStore(directory: folder, configuration: .init(), executor: executor)
+        try await store?.setValue(Data("before".utf8), forKey: "k")
+        let moved = directory.appending("moved")
+        #expect(rename(folder, moved) == 0)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let planted = databasePath + "-wal"
+        #expect(FileManager.default.createFile(atPath: planted, contents: Data("someone else's".utf8), attributes: [.posixPermissions: 0o600]))
+        try await store?.setValue(Data("after".utf8), forKey: "k")
+        // The store closes its database on its executor: a job submitted after runs once it has.
+        store = nil
+        try await executor.run {}
+        #expect(FileManager.default.contents(atPath: planted) == Data("someone else's".utf8), "the file at the path was left alone")
+        #expect(!FileManager.default.fileExists(atPath: moved + "/" + SQLiteStore.databaseFileName + "-wal"), "its own log was checkpointed and deleted")
+        let reopened = try SQLiteStore(directory: moved)
+        #expect(try await reopened.value(forKey: "k") == Data("after".utf8))
+    }
+}
+
+extension SQLiteStoreTests {
+    func write(_ count: Int, _ prefix: String, to store: SQLiteStore) throws {
+        for index in 0..<count { try store.setValue(Data("\(prefix)-\(index)".utf8), forKey: "\(prefix)-\(index)") }
+    }
+
+    /// A database deleted, or replaced by another store's, under a live store: the writes
+    /// acknowledged after it are in the database at the name, not in a file no one will open
+    /// again (500 of 500 were lost).
+    @Test(arguments: ["deleted", "replaced", "folder deleted"])
+    func aDatabaseDeletedOrReplacedUnderALiveStoreLosesNoAcknowledgedWrite(how: String) throws {
+        let store = try open()
+        try write(10, "before", to: store)
+        let other = directory.appending("other")
+        switch how {
+        case "deleted":
+            for name in ["", "-wal", "-shm"] { unlink(databasePath + name) }
+        case "replaced":
+            do { try write(3, "other", to: SQLiteStore(directory: other)) }
+            #expect(rename(other + "/" + SQLiteStore.databaseFileName, databasePath) == 0)
+        default:
+            try FileManager.default.removeItem(atPath: folder)
+        }
+        try write(500, "after", to: store)
+        let reopened = try SQLiteStore(directory: folder)
+        #expect(reopened.count == (how == "replaced" ? 503 : 500))
+        #expect(try reopened.value(forKey: "after-499") == Data("after-499".utf8))
     }
 }

@@ -25,26 +25,6 @@ package struct SharedStoreFolder: Sendable {
     /// The folder as given.
     package var path: String { folder.path }
 
-    /// The folder's path without links, checked to be the folder held open: what to give a library
-    /// that opens files by path, so that a link swapped in for the folder (or for one of its
-    /// parents) after it was checked is not followed to somewhere else.
-    /// - Throws: `StoreError` with code `unsafeDirectory` when the path no longer leads to the
-    ///   folder held open.
-    package func resolvedPath() throws(StoreError) -> String {
-        guard let resolved = realpath(folder.path, nil) else {
-            throw StoreError(.io, "Could not resolve the path of \(folder.path)", posixCode: POSIXErrorCode(rawValue: errno))
-        }
-        defer { free(resolved) }
-        let path = String(cString: resolved)
-        guard let held = try? POSIX.status(of: folder.descriptor, path: folder.path),
-              let found = path.withCString({ POSIX.status(of: $0, in: AT_FDCWD) }),
-              held.identity == found.identity
-        else {
-            throw StoreError(.unsafeDirectory, "\(folder.path) no longer leads to the store folder that was opened (it was moved or replaced)")
-        }
-        return path
-    }
-
     /// Creates the file `name` in the folder, private to the user (or the group, as configured),
     /// unless it exists. Whatever is there must be a regular file with one name: a link, a folder
     /// or a file with other names is refused.
@@ -69,6 +49,39 @@ package struct SharedStoreFolder: Sendable {
             let what = status.kind == .symbolicLink ? "a symbolic link" : status.isFile ? "a file with \(status.links) names" : "not a regular file"
             throw StoreError(.notAStore, "\(folder.path(of: name)) is \(what); the store makes only regular files of its own and follows no link")
         }
+    }
+
+    /// A path to `name` in the folder that the kernel resolves from the descriptor held open —
+    /// `/proc/self/fd/<n>/<name>` — never from the folder's path: what to give a library that
+    /// opens, deletes and tests files by path (SQLite, through a VFS that keeps such names as they
+    /// are), so that a parent folder renamed or replaced after the checks redirects nothing. Valid
+    /// while this folder (and so its descriptor) lives.
+    /// - Throws: `StoreError` with code `io` when `/proc` is not mounted, or does not lead to the
+    ///   folder held open.
+    package func descriptorPath(of name: String) throws(StoreError) -> String {
+        let descriptor = folder.descriptor
+        let base = "/proc/self/fd/\(descriptor)"
+        var info = stat()
+        guard let held = try? POSIX.status(of: descriptor, path: folder.path),
+              stat(base, &info) == 0,
+              FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == held.identity
+        else {
+            throw StoreError(.io, "Could not reach \(folder.path) through its descriptor (\(base)): is /proc mounted?", posixCode: POSIXErrorCode(rawValue: errno))
+        }
+        return base + "/" + name
+    }
+
+    /// Opens the folder again when it was deleted behind the store's back (a new, empty store
+    /// folder at the same path); whether it did. The earlier descriptor stays open while this
+    /// folder lives.
+    /// - Throws: `StoreError` when the folder cannot be made again.
+    package func reopenIfDeleted() throws(StoreError) -> Bool {
+        try folder.reopenIfDeleted(folder.descriptor)
+    }
+
+    /// The length of `name` in bytes, or `nil` when it is not there (a link is not followed).
+    package func length(of name: String) -> Int? {
+        name.withCString { POSIX.status(of: $0, in: folder.descriptor) }.map(\.size)
     }
 
     /// The bytes `name` takes on disk (`du`'s count), or `nil` when it is not there.

@@ -7,16 +7,19 @@ import Synchronization
 /// |---|---|---|
 /// | `.haneke-store` | the folder | the marker: this folder is a store's |
 /// | `.haneke-journal` | the folder | the recency journal |
-/// | `.haneke-values.sqlite`, `-wal`, `-shm` | the folder | `SQLiteStore`'s database, its log and its log's index (that store's to manage; a `FileStore` on the same folder leaves them alone) |
+/// | `.haneke-values.sqlite`, `-wal`, `-shm`, `-journal` | the folder | `SQLiteStore`'s database, its log, its log's index and the rollback journal SQLite keeps while it creates the database (that store's to manage; a `FileStore` on the same folder leaves them alone) |
 /// | `.haneke-tmp.<pid>.<n>` | the folder, a shard | a file being written (a journal rewrite, an entry) |
 /// | `<H0H1>` | the folder | a shard folder: the first two upper-case hex digits of a key's MD5 |
 /// | `<H0…H31>` | shard `<H0H1>` | an entry file: the key's whole MD5, upper-case hex |
 package enum StoreNames {
     static let marker = ".haneke-store"
     static let journal = ".haneke-journal"
-    /// `SQLiteStore`'s database; SQLite adds `-wal` and `-shm` for its log and the log's index.
+    /// `SQLiteStore`'s database; SQLite adds `-wal` and `-shm` for its log and the log's index, and
+    /// `-journal` for the rollback journal of the transaction that creates the database (before
+    /// it is in write-ahead mode).
     package static let smallValues = ".haneke-values.sqlite"
-    private static let smallValuesNames = [smallValues, smallValues + "-wal", smallValues + "-shm"].map { Array($0.utf8) }
+    package static let smallValuesCompanions = ["-wal", "-shm", "-journal"]
+    private static let smallValuesNames = ([smallValues] + smallValuesCompanions.map { smallValues + $0 }).map { Array($0.utf8) }
     private static let temporaryPrefix = Array(".haneke-tmp.".utf8)
     private static let temporaryCounter = Atomic<UInt64>(0)
 

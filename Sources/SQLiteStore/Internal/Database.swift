@@ -36,9 +36,30 @@ final class Database: @unchecked Sendable {
         case found(Row)
     }
 
+    /// The database's path, for messages (it is opened through the folder's descriptor instead).
     let path: String
+    /// The folder, held so that its descriptor — through which SQLite opens and deletes the
+    /// database's files — stays open as long as the connection.
+    private let folder: SharedStoreFolder
     private var handle: OpaquePointer?
     private var statements: [Statement: OpaquePointer] = [:]
+    /// The frames in the write-ahead log after this connection's last commit (SQLite's wal hook
+    /// writes it); freed after the connection closes.
+    private let logFrames = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+    /// The log's frames past which a commit copies the log into the database (a passive
+    /// checkpoint, which gives way to readers), and past which it waits for readers to finish so
+    /// that the log starts over (a blocking checkpoint, under the busy timeout).
+    /// For a connection with a time limit (the tool's): the instant, in nanoseconds of
+    /// `CLOCK_MONOTONIC`, past which every statement is interrupted.
+    private let deadline = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+    private let timeLimit: Duration?
+    private let busyTimeout: Duration
+    /// The most rows one eviction transaction deletes, and pages one vacuum step moves: an eighth
+    /// of the log's pages, so that one transaction never writes much more than that to the log
+    /// (while one connection waits to truncate the log, each other one may commit once more).
+    private(set) var rowsPerTransaction = 64
+    private var checkpointFrames: Int32 = .max
+    private var blockingCheckpointFrames: Int32 = .max
 
     /// The statements prepared once. Columns are in the table's order: the small ones first, so
     /// that reading them never walks a large value's overflow pages.
@@ -58,7 +79,10 @@ final class Database: @unchecked Sendable {
         case allWithValues = "SELECT id, checksum, created, expires, used, key, value FROM entries ORDER BY used DESC"
     }
 
-    /// Opens (creating when missing) the database at `path`, which must not be a link.
+    /// Opens (creating when missing) the database `name` of `folder`, which must not be a link.
+    /// SQLite opens, deletes and tests its files (the database, its log, the log's index) through
+    /// the folder's descriptor (``SharedStoreFolder/descriptorPath(of:)``, the "haneke-folder"
+    /// VFS), never through a path that a rename of a parent folder could redirect.
     /// - Parameters:
     ///   - exclusive: Whether the connection keeps its locks until it closes
     ///     (`locking_mode = EXCLUSIVE`, set before the first read so that the log's index is kept
@@ -67,11 +91,28 @@ final class Database: @unchecked Sendable {
     /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
     ///   database, `corrupted` for one SQLite cannot read, `unavailable` for one another connection
     ///   keeps locked, `io` otherwise.
-    init(path: String, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration, exclusive: Bool = false, cacheSize: Int = 2 << 20) throws {
-        self.path = path
+    init(
+        folder: SharedStoreFolder, name: String = SQLiteStore.databaseFileName, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration,
+        exclusive: Bool = false, cacheSize: Int = 2 << 20, timeLimit: Duration? = nil
+    ) throws {
+        self.folder = folder
+        self.path = folder.path + "/" + name
+        self.timeLimit = timeLimit
+        self.busyTimeout = busyTimeout
+        logFrames.initialize(to: 0)
+        if let timeLimit {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            deadline.initialize(to: (Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)).saturatingAdding(timeLimit.saturatingNanoseconds))
+        } else {
+            deadline.initialize(to: .max)
+        }
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        let opened = sqlite3_open_v2(path, &handle, flags, nil)
+        // Thrown once every property is set: the deinit frees what was allocated.
+        let vfs = haneke_sqlite_register_folder_vfs()
+        guard vfs == SQLITE_OK else { throw StoreError(.io, "Could not register SQLite's file system for store folders (SQLite code \(vfs))") }
+        let opened = sqlite3_open_v2(try folder.descriptorPath(of: name), &handle, flags, "haneke-folder")
         guard opened == SQLITE_OK else {
             let error = failure(opened, "Could not open the database \(path)")
             sqlite3_close_v2(handle)
@@ -80,38 +121,55 @@ final class Database: @unchecked Sendable {
         }
         do {
             _ = haneke_sqlite_defensive(handle)
-            sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.components.seconds * 1_000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+            if timeLimit != nil { haneke_sqlite_set_deadline(handle, deadline) }
+            sqlite3_busy_timeout(handle, Int32(clamping: max(0, busyTimeout.saturatingMilliseconds)))
             if exclusive { try execute("PRAGMA locking_mode = EXCLUSIVE") }
             try execute("PRAGMA trusted_schema = OFF")
             // A negative size is in KiB.
             try execute("PRAGMA cache_size = -\(max(1, cacheSize / 1_024))")
-            let application = try integer("PRAGMA application_id")
-            let version = try integer("PRAGMA user_version")
-            let tables = try integer("SELECT count(*) FROM sqlite_schema")
-            if tables == 0, !readOnly {
-                // A new database: the page size and incremental vacuum are fixed before the first table.
+            var application = try integer("PRAGMA application_id")
+            var version = try integer("PRAGMA user_version")
+            if try integer("SELECT count(*) FROM sqlite_schema") == 0, !readOnly {
+                // A new database: the page size and incremental vacuum are fixed before the first
+                // table. Other processes may be creating it at the same time: the table is made in
+                // a transaction that holds the write lock, by whichever finds it still missing.
                 try execute("PRAGMA page_size = \(pageSize)")
                 try execute("PRAGMA auto_vacuum = INCREMENTAL")
                 try execute("PRAGMA journal_mode = WAL")
-                try execute("""
-                    BEGIN;
-                    CREATE TABLE entries(
-                        id INTEGER PRIMARY KEY, checksum INTEGER NOT NULL, created INTEGER NOT NULL,
-                        expires INTEGER, used INTEGER NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL);
-                    PRAGMA application_id = \(Self.applicationID);
-                    PRAGMA user_version = \(Self.formatVersion);
-                    COMMIT;
-                    """)
-            } else if application != Int64(Self.applicationID) {
+                try transaction {
+                    guard try integer("SELECT count(*) FROM sqlite_schema") == 0 else { return }
+                    try execute("""
+                        CREATE TABLE entries(
+                            id INTEGER PRIMARY KEY, checksum INTEGER NOT NULL, created INTEGER NOT NULL,
+                            expires INTEGER, used INTEGER NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL);
+                        PRAGMA application_id = \(Self.applicationID);
+                        PRAGMA user_version = \(Self.formatVersion);
+                        """)
+                }
+                application = try integer("PRAGMA application_id")
+                version = try integer("PRAGMA user_version")
+            }
+            if application != Int64(Self.applicationID) {
                 throw StoreError(.notAStore, "\(path) is an SQLite database but not a Haneke store's (application id \(application)); refusing to use it")
             } else if version != Int64(Self.formatVersion) {
                 throw StoreError(.notAStore, "\(path) is a store database of format version \(version), which this version of Haneke cannot read (it reads version \(Self.formatVersion))")
+            } else if try text("SELECT type FROM sqlite_schema WHERE name = 'entries'") != "table"
+                || integer("SELECT count(*) FROM sqlite_schema WHERE type IN ('view', 'trigger')") != 0 {
+                // A view can be endless, a trigger can do anything on a write: neither is a store's.
+                throw StoreError(.notAStore, "\(path) has the store's header but not its schema (its entries are not a plain table, or it has views or triggers); refusing to use it")
             }
             if !readOnly {
                 try execute("PRAGMA journal_mode = WAL")
                 try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")")
-                try execute("PRAGMA wal_autocheckpoint = \(walPages)")
                 try execute("PRAGMA journal_size_limit = \(walPages * pageSize)")
+                // The checkpoints are this connection's own (below), not SQLite's automatic one:
+                // that one is passive only, and with other processes reading and writing the same
+                // database it can never start the log over, which then grows without bound
+                // (checkpoint starvation).
+                haneke_sqlite_count_log_frames(handle, logFrames)
+                checkpointFrames = Int32(clamping: max(1, walPages / 2))
+                blockingCheckpointFrames = Int32(clamping: max(2, walPages * 3 / 4))
+                rowsPerTransaction = max(2, walPages / 8)
                 // Databases written before eviction sampled rows kept an index of uses, which
                 // every write updated; nothing reads it now.
                 try execute("DROP INDEX IF EXISTS entries_by_use")
@@ -128,8 +186,6 @@ final class Database: @unchecked Sendable {
         }
     }
 
-    deinit { close() }
-
     /// Closes the connection now (the last one checkpoints the log into the database and deletes
     /// it); later calls, and the `deinit`, do nothing more. Nothing may use the database after it.
     func close() {
@@ -138,6 +194,34 @@ final class Database: @unchecked Sendable {
         // The last connection checkpoints the log into the database and deletes it.
         sqlite3_close_v2(handle)
         handle = nil
+    }
+
+    deinit {
+        close()
+        logFrames.deallocate()
+        deadline.deallocate()
+    }
+
+    /// After a commit of this connection: copies the log into the database once it holds
+    /// ``checkpointFrames`` (a passive checkpoint, which gives way to readers and to another
+    /// connection's checkpoint), and once it holds ``blockingCheckpointFrames`` — the copies
+    /// could not start it over, as other connections kept reading it — copies it and truncates it,
+    /// waiting for readers and retrying while another connection checkpoints, within the busy
+    /// timeout. A failure is left to the next commit.
+    private func checkpointIfDue() {
+        let frames = logFrames.pointee
+        guard frames >= checkpointFrames, sqlite3_get_autocommit(handle) != 0 else { return }
+        logFrames.pointee = 0
+        guard frames >= blockingCheckpointFrames else {
+            sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            return
+        }
+        // SQLite waits (its busy handler) for the writer's lock and for readers, but not for the
+        // lock of a checkpoint another connection is running: that is retried here.
+        let deadline = ContinuousClock.now + busyTimeout
+        while sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_BUSY, ContinuousClock.now < deadline {
+            usleep(500)
+        }
     }
 
     // MARK: - Rows
@@ -208,6 +292,7 @@ final class Database: @unchecked Sendable {
         sqlite3_bind_blob(statement, 7, value.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(value.count), nil)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE else { throw failure(rc, "Could not write to \(path)") }
+        checkpointIfDue()
     }
 
     /// Deletes the row under `id`; whether there was one.
@@ -218,6 +303,7 @@ final class Database: @unchecked Sendable {
         sqlite3_bind_int64(statement, 1, id)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE else { throw failure(rc, "Could not delete from \(path)") }
+        defer { checkpointIfDue() }
         return sqlite3_changes(handle) > 0
     }
 
@@ -233,6 +319,7 @@ final class Database: @unchecked Sendable {
         sqlite3_bind_blob(statement, 2, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(key.count), nil)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE else { throw failure(rc, "Could not delete from \(path)") }
+        defer { checkpointIfDue() }
         return sqlite3_changes(handle) > 0
     }
 
@@ -288,12 +375,28 @@ final class Database: @unchecked Sendable {
     }
 
     /// Returns free pages to the file system (the database file shrinks).
-    func releaseFreePages() throws { try execute("PRAGMA incremental_vacuum") }
+    /// Moves pages in from the end of the file a few at a time, each step its own transaction
+    /// followed by a checkpoint when due, so that no step writes more than ``rowsPerTransaction``
+    /// pages (and their pointer pages) to the log.
+    func releaseFreePages() throws {
+        var free = try single(.freelistCount)
+        while free > 0 {
+            try execute("PRAGMA incremental_vacuum(\(rowsPerTransaction))")
+            checkpointIfDue()
+            let left = try single(.freelistCount)
+            // A database without incremental vacuum keeps its free pages.
+            guard left < free else { return }
+            free = left
+        }
+    }
 
     /// Copies the log into the database and truncates the log.
     func checkpoint() throws { try execute("PRAGMA wal_checkpoint(TRUNCATE)") }
 
-    func deleteAll() throws { try execute("DELETE FROM entries") }
+    func deleteAll() throws {
+        try execute("DELETE FROM entries")
+        checkpointIfDue()
+    }
 
     /// SQLite's own check of the file's structure: `nil` when sound, else what is wrong.
     func structuralProblems() throws -> String? {
@@ -308,6 +411,7 @@ final class Database: @unchecked Sendable {
         do {
             let result = try body()
             try execute("COMMIT")
+            checkpointIfDue()
             return result
         } catch {
             try? execute("ROLLBACK")
@@ -334,8 +438,24 @@ final class Database: @unchecked Sendable {
     }
 
     private func integer(_ sql: String) throws -> Int64 {
-        var result: Int64 = 0
-        try rows(sql) { result = Int64($0) ?? 0 }
+        Int64(try text(sql) ?? "") ?? 0
+    }
+
+    /// Whether the database file this connection has open is no longer the one at its name in the
+    /// folder: deleted, or replaced by another file (SQLite's `SQLITE_FCNTL_HAS_MOVED`, one `stat`
+    /// through the folder's descriptor).
+    func hasMoved() -> Bool {
+        var moved: Int32 = 0
+        return sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
+    }
+
+    /// Runs `sql`, whatever rows it returns (tests).
+    func run(_ sql: String) throws { try rows(sql) { _ in } }
+
+    /// The first column of the last row `sql` returns, as text; `nil` when it returns none.
+    private func text(_ sql: String) throws -> String? {
+        var result: String?
+        try rows(sql) { result = $0 }
         return result
     }
 
@@ -366,6 +486,8 @@ final class Database: @unchecked Sendable {
             return StoreError(.notAStore, "\(message): it is a symbolic link (\(detail))")
         case SQLITE_FULL:
             return StoreError(.io, "\(message): the disk is full (\(detail))", posixCode: .ENOSPC)
+        case SQLITE_INTERRUPT where timeLimit != nil:
+            return StoreError(.timeout, "\(message): gave up after \(timeLimit!) (the tool's limit for one database)")
         case SQLITE_BUSY:
             return StoreError(.unavailable, "\(message): another connection holds the database's lock — a write in another process, or a store with exclusive access (\(detail))")
         default:
