@@ -47,8 +47,12 @@ public import Logging
 ///   thread.
 /// - Two stores (in one process or two) may share a folder: each write is atomic and each read
 ///   checks the key, so neither ever returns a partial or wrong value. They do not share capacity
-///   accounting or recency: each enforces its capacity over what it knows (what it wrote or read,
-///   and what was there when it opened).
+///   accounting or recency yet: each enforces its capacity over what it knows (what it wrote or
+///   read, and what was there when it opened), so together they may take up to their number times
+///   the capacity until one of them opens the folder alone again. A store that opens a folder
+///   another store has open (each holds a shared `flock` on the marker) logs a warning saying so.
+///   For a folder shared by a server's worker processes, `SQLiteStore` holds its capacity for the
+///   folder as a whole.
 public final class FileStore: Store {
     /// The type of the keys: any string is a valid key.
     public typealias Key = String
@@ -111,6 +115,8 @@ public final class FileStore: Store {
     /// opening wait for it.
     let state: Locked<IndexState>
     let journal: RecencyJournal
+    /// This store's shared lock on the folder, and whether another store had it open.
+    let presence: FolderPresence
     let counter = StatisticsCounter()
     /// The file system's allocation unit, for the estimate that refuses a value too large.
     let blockSize: Int
@@ -195,6 +201,13 @@ public final class FileStore: Store {
         self.executor = executor
         RecencyJournal.closePending(inFolder: directory)
         self.folder = try StoreFolder(path: directory, access: configuration.access, purpose: .store)
+        self.presence = FolderPresence(folder: folder.descriptor)
+        if presence.othersPresent {
+            logger.warning(
+                "Another store has this folder open (in another process, or another FileStore in this one); each enforces the capacity over the entries it knows, so together they may take more than the capacity until one opens the folder alone",
+                metadata: ["directory": "\(directory)"]
+            )
+        }
         self.blockSize = max(512, (try? POSIX.status(of: folder.descriptor, path: directory).blockSize) ?? 4096)
         self.state = Locked(IndexState())
         self.journal = RecencyJournal(folder: folder)

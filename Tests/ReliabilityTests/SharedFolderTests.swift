@@ -1,3 +1,4 @@
+import FileStore
 import Foundation
 import HanekeProtocols
 import HanekeTesting
@@ -86,5 +87,26 @@ struct SharedFolderTests {
         #expect(totals.wrong == 0)
         #expect(largest.files <= Self.capacity + Self.capacity / 10)
         #expect(largest.log <= store.reserve)
+    }
+
+    /// A `FileStore` does not yet share its capacity with another process's on one folder: it
+    /// says so when it opens a folder another process has open (nothing did), and does not once
+    /// that process is gone.
+    @Test func aFileStoreSaysWhenAnotherProcessHasItsFolderOpen() async throws {
+        let directory = try TemporaryDirectory(prefix: "shared-files")
+        let folder = directory.appending("original")
+        let child = try await ChildProcess.start(ChildProcess.binary("HanekeFaultWorker"), ["touch-and-wait", directory.path])
+        #expect(try await child.readLine() == "ready")
+        let log = LogCapture()
+        do {
+            let store = try FileStore(directory: folder, configuration: .init(), logger: log.logger)
+            await store.waitUntilIndexed()
+        }
+        #expect(log.lines.contains { $0.contains("Another store has this folder open") }, "\(log.lines)")
+        _ = await child.kill()
+        let alone = LogCapture()
+        let store = try FileStore(directory: folder, configuration: .init(), logger: alone.logger)
+        await store.waitUntilIndexed()
+        #expect(!alone.lines.contains { $0.contains("Another store") }, "\(alone.lines)")
     }
 }
