@@ -28,10 +28,17 @@ public enum ChildProcess {
         /// Its standard output.
         public let output: Pipe
         private let exit = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
+        /// Its standard error, read to the end on a thread of its own from the start, so that the
+        /// pipe never fills and stalls the child; nil when it is not captured.
+        private let errors: Task<Data, Never>?
 
-        fileprivate init(process: Process, output: Pipe) {
+        fileprivate init(process: Process, output: Pipe, errors: Pipe? = nil) {
             self.process = process
             self.output = output
+            self.errors = errors.map { pipe in
+                let handle = pipe.fileHandleForReading
+                return Task { (try? await offThePool { handle.readDataToEndOfFile() }) ?? Data() }
+            }
         }
 
         /// Called by the process's termination handler.
@@ -62,15 +69,18 @@ public enum ChildProcess {
             return await status()
         }
 
-        /// Everything the process wrote to its standard output, read to the end on a thread of its
-        /// own (call it once the process has ended, or it waits for that).
+        /// Everything the process wrote to its standard output that ``readLine()`` has not read,
+        /// read to the end on a thread of its own (call it once the process has ended, or it
+        /// waits for that).
         public func readOutput() async throws -> Data {
             let handle = output.fileHandleForReading
             return try await offThePool { handle.readDataToEndOfFile() }
         }
 
         /// The next line the process writes to its standard output (without the newline), read
-        /// on a thread of its own; `nil` at the end of the output.
+        /// on a thread of its own; `nil` at the end of the output. It reads a byte at a time (a
+        /// `read(2)` each: Foundation's `FileHandle` keeps no buffer), so nothing past the line is
+        /// taken from the pipe: the next ``readLine()`` or ``readOutput()`` starts right after it.
         public func readLine() async throws -> String? {
             let handle = output.fileHandleForReading
             return try await offThePool {
@@ -82,6 +92,12 @@ public enum ChildProcess {
                     bytes.append(first)
                 }
             }
+        }
+
+        /// What the process wrote to its standard error, once it has closed it (ended); empty
+        /// when the child was started without capturing it.
+        public func errorOutput() async -> String {
+            String(decoding: await errors?.value ?? Data(), as: UTF8.self)
         }
     }
 
@@ -133,18 +149,25 @@ public enum ChildProcess {
 
     /// Starts `executable` for a child that is killed rather than left to finish. Its standard
     /// input is a pipe that stays open (a child that reads it waits until it is killed); its
-    /// standard error is discarded.
+    /// standard error is kept for ``Running/errorOutput()``.
     public static func start(_ executable: String, _ arguments: [String]) async throws -> Running {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let out = Pipe()
+        let err = Pipe()
         process.standardInput = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        let child = Running(process: process, output: out)
+        process.standardError = err
+        let child = Running(process: process, output: out, errors: err)
         process.terminationHandler = { child.ended($0.terminationStatus) }
-        try await launch(process)
+        do {
+            try await launch(process)
+        } catch {
+            try? out.fileHandleForWriting.close()
+            try? err.fileHandleForWriting.close()   // ends the reading of standard error
+            throw error
+        }
         return child
     }
 
