@@ -44,11 +44,14 @@ struct CrashTests {
             // Each run numbers its writes above the previous runs', so a newer value never looks older.
             let first = String((run + 1) * 10_000_000)
             let child = try await ChildProcess.start(worker, ["write-forever", directory.path, first, mode])
-            // Let it write for a random while (5–80 ms), then kill it mid-flight.
+            // Once it has acknowledged its first write (on a busy machine, opening the stores may
+            // take longer than the whole while below), let it write for a random while (5–80 ms),
+            // then kill it mid-flight.
+            let early = try await Self.linesUntilTheFirstAcknowledgement(of: child)
             try await Task.sleep(for: .microseconds(5_000 + random.next() % 75_000))
             await child.kill()
             tally.kills += 1
-            let printed = String(decoding: try await child.readOutput(), as: UTF8.self)
+            let printed = early + String(decoding: try await child.readOutput(), as: UTF8.self)
             var last = Int(first)!
             for line in printed.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {   // the last may be cut
                 let parts = line.split(separator: " ")
@@ -73,6 +76,32 @@ struct CrashTests {
         #expect(tally.lostWrites == 0, "\(tally)")
         #expect(tally.leftoverTemporaryFiles == 0, "\(tally)")
         print("crash harness (\(mode)): \(tally)")
+    }
+
+    /// Reads the worker's output until its first acknowledged write and returns the lines read,
+    /// each with its newline. A worker that ends before it (it crashed) fails the test with its
+    /// standard error; a test cancelled meanwhile (its time limit) kills the worker, which ends
+    /// the read.
+    static func linesUntilTheFirstAcknowledgement(of child: ChildProcess.Running) async throws -> String {
+        var lines = ""
+        try await withTaskCancellationHandler {
+            while true {
+                guard let line = try await child.readLine() else {
+                    let status = await child.status()
+                    let message = "the worker ended (status \(status)) before its first acknowledged write; it printed \(lines.debugDescription) and on standard error:\n\(await child.errorOutput())"
+                    throw WorkerEndedEarly(description: message)
+                }
+                lines += line + "\n"
+                if line.hasPrefix("ack ") { return }
+            }
+        } onCancel: {
+            _ = kill(child.process.processIdentifier, SIGKILL)
+        }
+        return lines
+    }
+
+    struct WorkerEndedEarly: Error, CustomStringConvertible {
+        var description: String
     }
 
     func readSynchronously(_ store: FileStore, _ key: String) throws -> Data? {
