@@ -5,14 +5,19 @@ public struct WaitTimeout: Error, CustomStringConvertible {
 }
 
 /// Waits until `condition` holds, checking every few milliseconds without blocking a thread;
-/// throws ``WaitTimeout`` (failing the test) when it still does not hold after `timeout`. For
-/// events that take real time — a child process, a timer, a server — never as a delay.
+/// throws ``WaitTimeout`` (failing the test) when it still does not hold after `timeout`, and
+/// `CancellationError` when the task is cancelled (the test's time limit). For events that take
+/// real time — a child process, a timer, a server — never as a delay.
+///
+/// The timeout is a safety net for an event that never comes, not a claim about how long it
+/// takes: on a loaded machine an event of milliseconds took over 10 s. Bound a test by its
+/// `.timeLimit`.
 /// - Parameters:
-///   - timeout: How long the event may take at most; 10 seconds by default.
+///   - timeout: A safety net; 2 minutes by default (the time limit of a test usually ends it first).
 ///   - what: What is awaited, for the failure's message.
 ///   - condition: Whether the event has happened.
 public func waitUntil(
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(120),
     _ what: @autoclosure () -> String = "the condition",
     _ condition: () async throws -> Bool
 ) async throws {
