@@ -225,17 +225,24 @@ public final class RedisTestServer: Sendable {
         return pid
     }
 
-    /// Polls until the server answers `PING` with `+PONG`, failing at once if it exits and after
-    /// 10 seconds otherwise; a server that did not answer (or a wait that was cancelled) is killed.
-    private static func waitUntilReady(port: Int, pid: pid_t, log: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+    /// Polls until the server answers `PING`, failing at once if it exits. The wait ends on one of
+    /// those events, or when the task is cancelled (a test's time limit): on a loaded machine a
+    /// start of milliseconds can take over 10 seconds. Only a server that neither answers nor
+    /// exits for `safetyNet` is given up. A server that did not answer is killed.
+    private static func waitUntilReady(port: Int, pid: pid_t, log: String, safetyNet: Duration = .seconds(120)) async throws {
+        let deadline = ContinuousClock.now + safetyNet
         while ContinuousClock.now < deadline {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
+            // Both on the I/O executor: `waitpid` on an exiting process, and the blocking PING.
+            let state = try? await IOExecutor.shared.run { () -> ServerState in
+                var status: Int32 = 0
+                if waitpid(pid, &status, WNOHANG) == pid { return .exited }
+                return ping(port: port) ? .answering : .starting
+            }
+            if state == .exited {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 throw Failure(message: "redis-server exited at start on port \(port):\n" + text.split(separator: "\n").suffix(10).joined(separator: "\n"))
             }
-            if (try? await IOExecutor.shared.run { ping(port: port) }) == true { return }
+            if state == .answering { return }
             do {
                 try await Task.sleep(for: .milliseconds(5))
             } catch {
@@ -244,7 +251,11 @@ public final class RedisTestServer: Sendable {
             }
         }
         killAndReap(pid)
-        throw Failure(message: "redis-server on port \(port) did not answer PING within 10 seconds")
+        throw Failure(message: "redis-server on port \(port) neither answered PING nor exited in \(safetyNet)")
+    }
+
+    private enum ServerState: Sendable {
+        case starting, answering, exited
     }
 
     /// Kills a server (released while running, or never ready) with `SIGKILL`, and reaps it on
