@@ -11,7 +11,10 @@ import TestSupport
 
 /// What the store does when Redis is down, slow, or talks nonsense: it answers quickly with an
 /// error, a chain reads it as a miss, and it reconnects by itself.
-@Suite(.tags(.slow))
+///
+/// "Quickly" is never measured: the stores' timeouts are an hour (see ``configuration(_:)``), far
+/// beyond the tests' time limit, so an operation that waited for one fails its test by the limit.
+@Suite(.timeLimit(.minutes(5)), .tags(.slow))
 struct FaultTests {
     @Test(.tags(.redis, .process)) func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
         let server = try await RedisTestServer()
@@ -26,16 +29,15 @@ struct FaultTests {
                 ("remove", { try await store.removeValue(forKey: "k") }),
                 ("remove all keys", { try await store.removeAll() }),
             ]
+            // No waiting for a timeout: an operation that waited for one would outlast the time limit.
             for round in 0..<25 {
                 for (name, operation) in operations {
-                    let start = ContinuousClock.now
-                    await #expect {
+                    await #expect("\(name), round \(round)") {
                         try await operation()
                     } throws: { error in
                         guard let error = error as? StoreError else { return false }
                         return error.code == .unavailable && error.message.contains("127.0.0.1:\(server.port)")
                     }
-                    #expect(ContinuousClock.now - start < .seconds(2), "\(name), round \(round): no waiting for a timeout")
                 }
             }
             #expect(store.statistics.errors == 100)
@@ -105,28 +107,29 @@ struct FaultTests {
                 guard let error = error as? StoreError else { return false }
                 return error.code == .timeout && "\(error)".contains("no reply within 200 ms; the connection was dropped")
             }
-            let elapsed = ContinuousClock.now - start
-            #expect(elapsed >= .milliseconds(200) && elapsed < .seconds(20))
+            // Not before the timeout; how long after it depends on the machine's load.
+            #expect(ContinuousClock.now - start >= .milliseconds(200))
             try await waitUntil { server.connectionsClosed == 1 }
         }
     }
 
+    /// The server never replies and the command timeout is an hour: a read that ends with
+    /// `CancellationError` within the test's time limit stopped waiting when its task was
+    /// cancelled, not at the timeout (nor at a reply).
     @Test func aCancelledTaskStopsWaitingForTheReplyAtOnce() async throws {
         let server = try await ScriptedRedisServer.start { name, _ in
             name == "PING" ? .bytes("+PONG\r\n") : .silence
         }
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
-            var configuration = try Self.configuration(server.url)   // a 30 s command timeout
+            var configuration = try Self.configuration(server.url)   // an hour's command timeout
             configuration.connectionCount = 1
             let store = RedisStore(configuration: configuration, logger: Self.quiet)
             try await store.ping()
 
-            let start = ContinuousClock.now
             let read = Task { try await store.value(forKey: "k") }
-            try await waitUntil { server.commandNames.contains("GET") }
+            try await waitUntil("the GET reaching the server") { server.commandNames.contains("GET") }
             read.cancel()
             await #expect(throws: CancellationError.self) { _ = try await read.value }
-            #expect(ContinuousClock.now - start < .seconds(10), "no waiting for the 30 s timeout")
             #expect(store.statistics.errors == 0, "a cancellation is not a failure of the store")
         }
     }
@@ -380,7 +383,7 @@ struct FaultTests {
             let afterRestart = redisStatistics()
             #expect(afterRestart.hits > beforeRestartLoad.hits, "the Redis tier serves hits again")
             #expect(afterRestart.errors == beforeRestartLoad.errors, "no failures once Redis is back")
-            #expect(slowest.withLock { $0 } < .seconds(10), "no fetch waited for a timeout on the dead server")
+            // No fetch waited for a timeout on the dead server: one would have outlasted the time limit.
             print("redis fault: \(completed.withLock { $0 }) fetches across a kill and a restart, \(wrong.withLock { $0 }) wrong values, \(fetched.withLock { $0 }) fetcher calls, Redis \(afterRestart.hits) hits and \(afterRestart.errors) errors, slowest fetch \(slowest.withLock { $0 })")
         }
     }
@@ -394,14 +397,14 @@ struct FaultTests {
     }()
 
     /// A configuration for a server that tests stop and start: short reconnect delays, and
-    /// timeouts so long that an operation that waited for one stands out — the fault test checks
-    /// that no fetch took even a third of one.
+    /// timeouts of an hour, far beyond the suite's time limit: an operation that waited for one
+    /// fails its test by the limit, however slow the machine.
     static func configuration(_ url: String) throws -> RedisStore.Configuration {
         var configuration = try RedisStore.Configuration(url: url, keyPrefix: "fault:")
         configuration.minimumReconnectDelay = .milliseconds(10)
         configuration.maximumReconnectDelay = .milliseconds(100)
-        configuration.connectTimeout = .seconds(30)
-        configuration.commandTimeout = .seconds(30)
+        configuration.connectTimeout = .seconds(3600)
+        configuration.commandTimeout = .seconds(3600)
         return configuration
     }
 
