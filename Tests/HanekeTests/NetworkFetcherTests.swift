@@ -112,10 +112,10 @@ struct NetworkFetcherTests {
         try await withServer { server in
             let task = Task { try await fetch("slow", from: server) }
             try await waitUntil("the request reaching the server") { server.requestsReceived > 0 }
-            let cancelled = ContinuousClock.now
             task.cancel()
+            // `/slow` never answers: a fetch that ends with CancellationError within the time limit
+            // ended when its task was cancelled, not when the server answered.
             await #expect(throws: CancellationError.self) { try await task.value }
-            #expect(ContinuousClock.now - cancelled < .seconds(1), "the fetch ends when its task is cancelled, not when the server answers")
         }
     }
 
