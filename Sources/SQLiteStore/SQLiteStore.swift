@@ -34,7 +34,15 @@ import SeededRandom
 ///   of a sample of rows, so no index of uses is updated on every write. Uses are kept in memory
 ///   and written in one transaction per ``Configuration/recencyFlushInterval``, never one write per
 ///   read.
-/// - Other processes may open the same folder at the same time; SQLite locks the database.
+/// - Any number of processes (a server's workers) may use one folder at once, and the capacity
+///   holds for the folder as a whole: each counts the database's pages, which they share, plus the
+///   room kept for SQLite's log. Each write is a transaction under SQLite's lock (a writer waits
+///   ``Configuration/busyTimeout`` for another's, then fails with `unavailable`). The store runs
+///   its own checkpoints, so that the log stays within its room while other processes read it:
+///   SQLite's own would let it grow without bound.
+/// - The database's files are opened, deleted and tested through the folder held open, never
+///   through its path; a database deleted or replaced under the store is opened again at the next
+///   change, which is made there.
 public final class SQLiteStore: Store {
     /// The type of the keys.
     public typealias Key = String

@@ -289,6 +289,14 @@ enum POSIX {
         return FileStatus(info)
     }
 
+    /// What `stat` says of `path`, following links (for `/proc/self/fd/<n>`, the file held open);
+    /// `nil` when it cannot be examined.
+    static func status(followingLinksOf path: String) -> FileStatus? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileStatus(info)
+    }
+
     /// What `fstatat` says of `name` inside `directory`, not following a link; `nil` when there is
     /// nothing (or it cannot be examined).
     static func status(of name: UnsafePointer<CChar>, in directory: Int32) -> FileStatus? {

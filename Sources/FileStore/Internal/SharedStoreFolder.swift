@@ -61,10 +61,9 @@ package struct SharedStoreFolder: Sendable {
     package func descriptorPath(of name: String) throws(StoreError) -> String {
         let descriptor = folder.descriptor
         let base = "/proc/self/fd/\(descriptor)"
-        var info = stat()
         guard let held = try? POSIX.status(of: descriptor, path: folder.path),
-              stat(base, &info) == 0,
-              FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == held.identity
+              let reached = POSIX.status(followingLinksOf: base),
+              reached.identity == held.identity
         else {
             throw StoreError(.io, "Could not reach \(folder.path) through its descriptor (\(base)): is /proc mounted?", posixCode: POSIXErrorCode(rawValue: errno))
         }

@@ -127,8 +127,6 @@ final class Database: @unchecked Sendable {
             try execute("PRAGMA trusted_schema = OFF")
             // A negative size is in KiB.
             try execute("PRAGMA cache_size = -\(max(1, cacheSize / 1_024))")
-            var application = try integer("PRAGMA application_id")
-            var version = try integer("PRAGMA user_version")
             if try integer("SELECT count(*) FROM sqlite_schema") == 0, !readOnly {
                 // A new database: the page size and incremental vacuum are fixed before the first
                 // table. Other processes may be creating it at the same time: the table is made in
@@ -146,9 +144,11 @@ final class Database: @unchecked Sendable {
                         PRAGMA user_version = \(Self.formatVersion);
                         """)
                 }
-                application = try integer("PRAGMA application_id")
-                version = try integer("PRAGMA user_version")
             }
+            // Read after the schema: another process creating the database commits the table,
+            // the application id and the version together, so a database with a table shows them.
+            let application = try integer("PRAGMA application_id")
+            let version = try integer("PRAGMA user_version")
             if application != Int64(Self.applicationID) {
                 throw StoreError(.notAStore, "\(path) is an SQLite database but not a Haneke store's (application id \(application)); refusing to use it")
             } else if version != Int64(Self.formatVersion) {
@@ -245,16 +245,27 @@ final class Database: @unchecked Sendable {
     }
 
     /// Every row, most recently used first; values only when asked.
+    /// - Throws: `StoreError` with code `io` past ``maximumListedRows`` rows (no store of this
+    ///   package holds as many: a 4 KiB page holds a few rows at least, so that many rows would be a
+    ///   database of tens of gigabytes of tiny values).
     func allRows(withValues: Bool, _ body: (Row) throws -> Void) throws {
         let statement = try use(withValues ? .allWithValues : .all)
         defer { sqlite3_reset(statement) }
+        var listed = 0
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
+            listed += 1
+            guard listed <= Self.maximumListedRows else {
+                throw StoreError(.io, "Could not list \(path): it has more than \(Self.maximumListedRows) rows, more than any store of this package keeps")
+            }
             try body(row(statement, withValue: withValues, listed: true))
         }
     }
+
+    /// The most rows ``allRows(withValues:_:)`` lists: 50 million.
+    static let maximumListedRows = 50_000_000
 
     private func row(_ statement: OpaquePointer, withValue: Bool, listed: Bool) -> Row {
         Row(
