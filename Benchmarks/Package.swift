@@ -61,6 +61,11 @@ let package = Package(
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
             ]
         ),
+        // Workload 10's child: one of several processes writing one SQLiteStore folder.
+        .executableTarget(
+            name: "SharedWriter",
+            dependencies: [.product(name: "SQLiteStore", package: hanekeIdentity)]
+        ),
         .executableTarget(
             name: "FileProbe",
             dependencies: [.product(name: "FileStore", package: hanekeIdentity)]

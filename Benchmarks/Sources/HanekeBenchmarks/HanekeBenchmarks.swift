@@ -29,6 +29,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["4", "6", "7"], ChainBenchmarks.run),
             (["8"], ThumbnailBenchmarks.run),
             (["9"], PeerBenchmarks.run),
+            (["10"], SharedFolderBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
