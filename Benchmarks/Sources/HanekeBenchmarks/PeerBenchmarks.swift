@@ -31,16 +31,9 @@ enum PeerBenchmarks {
 
     static func run(_ scale: Scale) async throws -> [Row] {
         let python: String
-        switch try await DiskcacheVenv.python() {
-        case .failure(let failure):
-            print("workload 9: python-diskcache is not available, so its rows are skipped: \(failure)")
-            return [Row(
-                workload: "9", name: "peer: python-diskcache", variant: "skipped",
-                subject: Figure(label: "not measured", value: 0, unit: "rows"), baseline: nil, ratio: nil,
-                goal: "report", met: nil, note: "python-diskcache not measured: \(failure)"
-            )]
-        case .success(let found):
-            python = found
+        switch try await DiskcacheVenv.python(forWorkload: "9", name: "peer: python-diskcache") {
+        case .failure(let skipped): return [skipped.row]
+        case .success(let found): python = found
         }
         let peer = try await IOExecutor.shared.run { try PeerProcess(python: python, script: Tools.packageRoot + "/Peer/diskcache_peer.py") }
         defer { peer.stop() }
@@ -538,6 +531,27 @@ enum DiskcacheVenv {
 
     static func python() async throws -> Result<String, Tools.Failure> {
         try await IOExecutor.shared.run { make() }
+    }
+
+    /// What a workload reports instead of its peer rows when diskcache is not available.
+    struct Skipped: Error {
+        var row: Row
+    }
+
+    /// The environment's Python for `workload`, or (printed, and as the one row it reports, named
+    /// `name`) why diskcache is not available.
+    static func python(forWorkload workload: String, name: String) async throws -> Result<String, Skipped> {
+        switch try await python() {
+        case .success(let python):
+            return .success(python)
+        case .failure(let failure):
+            print("workload \(workload): python-diskcache is not available, so its rows are skipped: \(failure)")
+            return .failure(Skipped(row: Row(
+                workload: workload, name: name, variant: "skipped",
+                subject: Figure(label: "not measured", value: 0, unit: "rows"), baseline: nil, ratio: nil,
+                goal: "report", met: nil, note: "python-diskcache not measured: \(failure)"
+            )))
+        }
     }
 
     private static func make() -> Result<String, Tools.Failure> {

@@ -36,16 +36,9 @@ enum SharedFolderBenchmarks {
 
     static func run(_ scale: Scale) async throws -> [Row] {
         let python: String
-        switch try await DiskcacheVenv.python() {
-        case .failure(let failure):
-            print("workload 10: python-diskcache is not available, so its rows are skipped: \(failure)")
-            return [Row(
-                workload: "10", name: "shared folder: python-diskcache", variant: "skipped",
-                subject: Figure(label: "not measured", value: 0, unit: "rows"), baseline: nil, ratio: nil,
-                goal: "report", met: nil, note: "python-diskcache not measured: \(failure)"
-            )]
-        case .success(let found):
-            python = found
+        switch try await DiskcacheVenv.python(forWorkload: "10", name: "shared folder: python-diskcache") {
+        case .failure(let skipped): return [skipped.row]
+        case .success(let found): python = found
         }
         let scratch = RawFiles.scratchDirectory("shared")
         defer { RawFiles.removeDirectory(scratch) }
