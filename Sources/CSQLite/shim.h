@@ -61,17 +61,31 @@ static int haneke_sqlite_folder_full_pathname(sqlite3_vfs *vfs, const char *name
     return SQLITE_OK;
 }
 
+#include <pthread.h>
+
 /// Registers "haneke-folder": the unix VFS (file locking, shared memory, O_NOFOLLOW on every open)
 /// with names kept as given, so that every open, delete and access of a database, its log and its
-/// log's index resolves from a folder descriptor, never from a path. Registered once per process.
+/// log's index resolves from a folder descriptor, never from a path. Registered once per process,
+/// under a lock (stores may open on several threads at once); returns SQLite's result. The state
+/// is in statics of this function: a header's file-scope statics are not emitted for Swift.
 static inline int haneke_sqlite_register_folder_vfs(void) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static sqlite3_vfs vfs;
-    if (sqlite3_vfs_find("haneke-folder") != 0) return SQLITE_OK;
-    sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
-    if (unix_vfs == 0) return SQLITE_ERROR;
-    vfs = *unix_vfs;
-    vfs.zName = "haneke-folder";
-    vfs.pNext = 0;
-    vfs.xFullPathname = haneke_sqlite_folder_full_pathname;
-    return sqlite3_vfs_register(&vfs, 0);
+    static int registered = 0;
+    static int status = SQLITE_ERROR;
+    pthread_mutex_lock(&lock);
+    if (!registered) {
+        registered = 1;
+        sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
+        if (unix_vfs != 0) {
+            vfs = *unix_vfs;
+            vfs.zName = "haneke-folder";
+            vfs.pNext = 0;
+            vfs.xFullPathname = haneke_sqlite_folder_full_pathname;
+            status = sqlite3_vfs_register(&vfs, 0);
+        }
+    }
+    int result = status;
+    pthread_mutex_unlock(&lock);
+    return result;
 }

@@ -100,12 +100,17 @@ struct SharedFolderTests {
         let child = try await ChildProcess.start(ChildProcess.binary("HanekeFaultWorker"), ["touch-and-wait", directory.path])
         #expect(try await child.readLine() == "ready")
         let log = LogCapture()
+        weak var released: FileStore?
         do {
             let store = try FileStore(directory: folder, configuration: .init(), logger: log.logger)
             await store.waitUntilIndexed()
+            released = store
         }
         #expect(log.lines.contains { $0.contains("Another store has this folder open") }, "\(log.lines)")
         _ = await child.kill()
+        // This process's store holds the folder's lock too until it is gone (a job of its
+        // executor may keep it a moment after its last use).
+        while released != nil { try await Task.sleep(for: .milliseconds(1)) }
         let alone = LogCapture()
         let store = try FileStore(directory: folder, configuration: .init(), logger: alone.logger)
         await store.waitUntilIndexed()

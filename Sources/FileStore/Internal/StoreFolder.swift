@@ -126,8 +126,11 @@ final class StoreFolder: Sendable {
         }
     }
 
+    /// The names a store makes at the top of its folder (a `FileStore`'s and an `SQLiteStore`'s).
+    private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues] + StoreNames.smallValuesCompanions.map { StoreNames.smallValues + $0 })
+
     /// Checks the marker; writes one into an empty folder that a store opens.
-    private static func verifyMarker(in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose) throws {
+    private static func verifyMarker(in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose, attempt: Int = 0) throws {
         let markerPath = path + "/" + StoreNames.marker
         let marker: Int32?
         do {
@@ -157,6 +160,11 @@ final class StoreFolder: Sendable {
             try writeMarker(in: folder, path: path, access: access, replacing: false)
             return
         }
+        // Another store (another process) made the marker between the open above and the listing:
+        // only the stores' own names are there, the marker among them. Check it again.
+        if names.contains(StoreNames.marker), count <= ownNames.count, names.allSatisfy(ownNames.contains), attempt < 3 {
+            return try verifyMarker(in: folder, path: path, access: access, purpose: purpose, attempt: attempt + 1)
+        }
         let shown = names.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (count > 5 ? ", …" : "")
         throw StoreError(
             .notAStore,
@@ -172,8 +180,7 @@ final class StoreFolder: Sendable {
             // A store was interrupted between creating its marker and writing it, or another store
             // (a FileStore and an SQLiteStore opening one new folder at once) is writing it now and
             // may have made its first files already: only the stores' own names are there.
-            let own: Set<String> = [StoreNames.marker, StoreNames.journal, StoreNames.smallValues, StoreNames.smallValues + "-wal", StoreNames.smallValues + "-shm"]
-            if count <= own.count, names.allSatisfy(own.contains) {
+            if count <= ownNames.count, names.allSatisfy(ownNames.contains) {
                 try writeMarker(in: folder, path: path, access: access, replacing: true)
                 return
             }

@@ -54,9 +54,11 @@ final class Database: @unchecked Sendable {
     private let deadline = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
     private let timeLimit: Duration?
     private let busyTimeout: Duration
-    /// The most rows one eviction transaction deletes, and pages one vacuum step moves: an eighth
-    /// of the log's pages, so that one transaction never writes much more than that to the log
-    /// (while one connection waits to truncate the log, each other one may commit once more).
+    /// The most rows one eviction transaction deletes, and pages one vacuum step moves: a
+    /// sixteenth of the log's pages. While one connection waits to truncate the log, each other
+    /// connection commits at most once more before it waits too, so what the log holds past the
+    /// threshold is about one transaction per process: small transactions keep the log within
+    /// its room with several processes writing.
     private(set) var rowsPerTransaction = 64
     private var checkpointFrames: Int32 = .max
     private var blockingCheckpointFrames: Int32 = .max
@@ -169,7 +171,7 @@ final class Database: @unchecked Sendable {
                 haneke_sqlite_count_log_frames(handle, logFrames)
                 checkpointFrames = Int32(clamping: max(1, walPages / 2))
                 blockingCheckpointFrames = Int32(clamping: max(2, walPages * 3 / 4))
-                rowsPerTransaction = max(2, walPages / 8)
+                rowsPerTransaction = max(2, walPages / 16)
                 // Databases written before eviction sampled rows kept an index of uses, which
                 // every write updated; nothing reads it now.
                 try execute("DROP INDEX IF EXISTS entries_by_use")
@@ -334,17 +336,22 @@ final class Database: @unchecked Sendable {
         return sqlite3_changes(handle) > 0
     }
 
-    /// Records when rows were last used, in one transaction.
+    /// Records when rows were last used.
     func touch(_ uses: [Int64: Int64]) throws {
         guard !uses.isEmpty else { return }
-        try transaction {
-            let statement = try use(.touch)
-            for (id, time) in uses {
-                sqlite3_bind_int64(statement, 1, id)
-                sqlite3_bind_int64(statement, 2, time)
-                let rc = sqlite3_step(statement)
-                sqlite3_reset(statement)
-                guard rc == SQLITE_DONE else { throw failure(rc, "Could not record uses in \(path)") }
+        // In transactions of ``rowsPerTransaction`` rows (each on a page of its own, as likely as
+        // not): a second of reads in one transaction could fill the log's room by itself.
+        let uses = Array(uses)
+        for start in stride(from: 0, to: uses.count, by: rowsPerTransaction) {
+            try transaction {
+                let statement = try use(.touch)
+                for (id, time) in uses[start..<min(uses.count, start + rowsPerTransaction)] {
+                    sqlite3_bind_int64(statement, 1, id)
+                    sqlite3_bind_int64(statement, 2, time)
+                    let rc = sqlite3_step(statement)
+                    sqlite3_reset(statement)
+                    guard rc == SQLITE_DONE else { throw failure(rc, "Could not record uses in \(path)") }
+                }
             }
         }
     }
@@ -387,12 +394,14 @@ final class Database: @unchecked Sendable {
 
     /// Returns free pages to the file system (the database file shrinks).
     /// Moves pages in from the end of the file a few at a time, each step its own transaction
-    /// followed by a checkpoint when due, so that no step writes more than ``rowsPerTransaction``
-    /// pages (and their pointer pages) to the log.
+    /// followed by a checkpoint when due, so that no step writes much more to the log than an
+    /// eviction's transaction.
     func releaseFreePages() throws {
         var free = try single(.freelistCount)
         while free > 0 {
-            try execute("PRAGMA incremental_vacuum(\(rowsPerTransaction))")
+            // Moving a page also writes its parent and its pointer-map page: half as many pages
+            // as an eviction's rows make a step of about the same size in the log.
+            try execute("PRAGMA incremental_vacuum(\(max(1, rowsPerTransaction / 2)))")
             checkpointIfDue()
             let left = try single(.freelistCount)
             // A database without incremental vacuum keeps its free pages.
