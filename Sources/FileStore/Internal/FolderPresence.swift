@@ -7,10 +7,8 @@ import Glibc
 /// one, which it gets only if no other store (in another process, or another `FileStore` in this
 /// one) holds the folder. The lock is advisory and only ever taken by stores: it guards nothing,
 /// it only tells.
-///
-/// `@unchecked Sendable` because it owns a file descriptor, set once in `init` and closed once in
-/// `deinit`; nothing else touches it.
-final class FolderPresence: @unchecked Sendable {
+/// The descriptor is set once in `init` and closed once in `deinit`; nothing else touches it.
+final class FolderPresence: Sendable {
     private let descriptor: Int32?
     /// Whether another store had the folder open when this one opened it.
     let othersPresent: Bool
