@@ -247,7 +247,7 @@ extension SQLiteStore {
 
     /// Removes the database, its log and the log's index.
     private static func removeDatabase(in folder: SharedStoreFolder) throws {
-        for name in StoreNames.smallValuesCompanions.map({ databaseFileName + $0 }) + [databaseFileName] {
+        for name in StoreNames.smallValuesCompanions + [databaseFileName] {
             try folder.removeFile(name)
         }
     }

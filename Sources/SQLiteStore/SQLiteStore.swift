@@ -164,7 +164,7 @@ public final class SQLiteStore: Store {
     /// journal), where they exist, are plain files of the user's own that no one else may write.
     static func checkDatabaseFiles(in folder: SharedStoreFolder, database: Bool = true) throws {
         if database { try folder.checkFile(databaseFileName) }
-        for companion in StoreNames.smallValuesCompanions { try folder.checkFile(databaseFileName + companion) }
+        for companion in StoreNames.smallValuesCompanions { try folder.checkFile(companion) }
     }
 
     // MARK: - Synchronous API
@@ -256,7 +256,7 @@ public final class SQLiteStore: Store {
     /// The bytes the store's files take on disk now — the database, its log and the log's index —
     /// as `du` counts them.
     public var totalSize: Int {
-        ([Self.databaseFileName] + StoreNames.smallValuesCompanions.map { Self.databaseFileName + $0 })
+        ([Self.databaseFileName] + StoreNames.smallValuesCompanions)
             .reduce(0) { $0 + (folder.allocatedSize(of: $1) ?? 0) }
     }
 

@@ -127,7 +127,7 @@ final class StoreFolder: Sendable {
     }
 
     /// The names a store makes at the top of its folder (a `FileStore`'s and an `SQLiteStore`'s).
-    private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues] + StoreNames.smallValuesCompanions.map { StoreNames.smallValues + $0 })
+    private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues] + StoreNames.smallValuesCompanions)
 
     /// Checks the marker; writes one into an empty folder that a store opens.
     private static func verifyMarker(in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose, attempt: Int = 0) throws {

@@ -18,8 +18,9 @@ package enum StoreNames {
     /// `-journal` for the rollback journal of the transaction that creates the database (before
     /// it is in write-ahead mode).
     package static let smallValues = ".haneke-values.sqlite"
-    package static let smallValuesCompanions = ["-wal", "-shm", "-journal"]
-    private static let smallValuesNames = ([smallValues] + smallValuesCompanions.map { smallValues + $0 }).map { Array($0.utf8) }
+    /// The names of SQLite's companion files of ``smallValues``.
+    package static let smallValuesCompanions = ["-wal", "-shm", "-journal"].map { smallValues + $0 }
+    private static let smallValuesNames = ([smallValues] + smallValuesCompanions).map { Array($0.utf8) }
     private static let temporaryPrefix = Array(".haneke-tmp.".utf8)
     private static let temporaryCounter = Atomic<UInt64>(0)
 
