@@ -30,6 +30,7 @@ extension FileStore {
     ///   ``isIndexed``).
     public func entries() -> [Entry] {
         waitUntilIndexed()
+        catchUp(evicting: false)
         return entries(where: { _ in true })
     }
 

@@ -134,7 +134,7 @@ extension FileStore {
         RecencyJournal.closePending(inFolder: directory)
         configuration.indexingHook?(.walking)
         let found = walkFolder()
-        let records = RecencyJournal.readRecords(in: folder)
+        let records = journal.readForOpening()
         lastSession.withLock { $0 = Self.usedSinceLastSessionRecord(records) }
         var walked = LRUList<KeyDigest, EntryRecord>()
         for (file, lastAccess) in Self.recencyOrder(of: found, journal: records) {
@@ -158,7 +158,8 @@ extension FileStore {
         }
         func rewriteJournal() {
             do {
-                try journal.rewrite(with: currentRecencyRecords())
+                // What other stores sharing the folder did since the journal was read counts too.
+                try journal.rewrite(catchingUp: { apply($0, evicting: false) }, with: currentRecencyRecords)
             } catch {
                 logger.warning("Could not rewrite the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
             }
@@ -247,7 +248,7 @@ extension FileStore {
         var used = Set<KeyDigest>()
         for record in records[(start + 1)...] {
             switch record.kind {
-            case .access: used.insert(record.digest)
+            case .access, .write: used.insert(record.digest)
             case .removal: used.remove(record.digest)
             case .session: break
             }
@@ -261,7 +262,7 @@ extension FileStore {
         var replay = LRUList<KeyDigest, Int64>()
         for record in journal {
             switch record.kind {
-            case .access: replay.setValue(record.time, forKey: record.digest, cost: 0, expiry: .infinity)
+            case .access, .write: replay.setValue(record.time, forKey: record.digest, cost: 0, expiry: .infinity)
             case .removal: replay.removeValue(forKey: record.digest)
             case .session: break
             }

@@ -1,14 +1,24 @@
 import Foundation
 import HanekeProtocols
 import Logging
+import Synchronization
 
 /// The recency journal's side of the store: records of reads, writes and removals, their flushes
-/// and compactions, the bytes the journal takes against the capacity, and what it says of the
-/// previous session.
+/// and compactions, the bytes the journal takes against the capacity, what it says of the previous
+/// session, and what other stores sharing the folder did.
 extension FileStore {
     /// Records an access in the journal; a full buffer is flushed on the executor.
     func journalAccess(_ digest: KeyDigest, at time: Int64) {
         journalRecord(.init(kind: .access, digest: digest, time: time))
+    }
+
+    /// Records a write in the journal. Once another store shares the folder, the record is
+    /// appended at once (with the removals of what the write evicted), so that the other stores
+    /// count the file before they decide what to evict.
+    func journalWrite(_ digest: KeyDigest, at time: Int64, evicted victims: [Victim]) {
+        journalRecord(.init(kind: .write, digest: digest, time: time))
+        removeEvicted(victims)
+        if sharing.load(ordering: .relaxed) { flushJournal() }
     }
 
     func journalRecord(_ record: RecencyJournal.Record) {
@@ -49,7 +59,8 @@ extension FileStore {
         do {
             try journal.flush()
             if journal.recordsInFile > 4 * state.withLock({ $0.entries.count }) + 16_384 {
-                try journal.rewrite(with: currentRecencyRecords())
+                // Unless another store sharing the folder has just compacted it.
+                try journal.rewrite(unlessReplaced: true, catchingUp: { apply($0, evicting: false) }, with: currentRecencyRecords)
             }
             updateMetadataSize()
         } catch {
@@ -109,5 +120,81 @@ extension FileStore {
         let used = lastSession.withLock { $0 }
         guard !used.isEmpty else { return [] }
         return entries(where: { used.contains($0) })
+    }
+
+    // MARK: - Other stores sharing the folder
+
+    /// Reads what other stores sharing the folder appended to the journal since this store last
+    /// looked, and applies it; when none did, this costs one `fstat`. Called before every write
+    /// (so that it evicts over the folder's whole content) and before each compaction. Must not be
+    /// called with a stripe lock held.
+    /// - Parameter evicting: Whether to evict what then exceeds the limits (as a write would).
+    func catchUp(evicting: Bool = true) {
+        // While the index is built, the opening reads the journal whole when it is done.
+        guard !journal.isPaused else { return }
+        do {
+            apply(try journal.catchUp(), evicting: evicting)
+        } catch {
+            // The flushes that follow fail too and say so (a warning per flush, not per write).
+            logger.debug("Could not read the recency journal", metadata: ["directory": "\(directory)", "error": "\(error)"])
+        }
+    }
+
+    /// Brings the index up to what other stores sharing the folder did: for each key they wrote or
+    /// removed (or read, when this store does not know it), the index takes what the folder holds
+    /// now — the file's size and identity, most recently used, or nothing; a key they only read
+    /// becomes the most recently used. After a journal another store rewrote (`restarted`), the
+    /// entries the new journal does not name are kept only if their files are still there.
+    /// - Parameter evicting: Whether to evict what exceeds the limits afterwards (not while the
+    ///   journal's lock is held for a rewrite: the metadata's update after it evicts).
+    func apply(_ news: RecencyJournal.CatchUp, evicting: Bool) {
+        guard !news.records.isEmpty || news.restarted else { return }
+        if !news.records.isEmpty { sharing.store(true, ordering: .relaxed) }
+        // Each key once, in the order of its last record.
+        var last: [KeyDigest: (position: Int, record: RecencyJournal.Record)] = [:]
+        for (position, record) in news.records.enumerated() where record.kind != .session {
+            last[record.digest] = (position, record)
+        }
+        for (_, record) in last.values.sorted(by: { $0.position < $1.position }) {
+            if record.kind == .access {
+                let known = state.withLock { state in
+                    // A rewritten journal lists every entry: it does not make one more recent here.
+                    news.restarted ? state.entries.contains(record.digest, now: -.infinity)
+                        : state.entries.refresh(record.digest) { $0.lastAccess = max($0.lastAccess, record.time) }
+                }
+                if known { continue }
+            }
+            reconcile(record.digest, usedAt: record.time)
+        }
+        if news.restarted {
+            let unnamed = state.withLock { state in state.entries.keysByRecency.filter { last[$0] == nil } }
+            for digest in unnamed { reconcile(digest, usedAt: nil) }
+        }
+        if evicting {
+            removeEvicted(state.withLock { evictToLimits(&$0) })
+        }
+    }
+
+    /// Makes the index say what the folder holds for `digest` now: its file's size and identity,
+    /// used at `time` (the most recently used), or nothing when there is no file. With no `time`,
+    /// only forgets an entry whose file is gone.
+    private func reconcile(_ digest: KeyDigest, usedAt time: Int64?) {
+        stripe(for: digest).withLock { _ in
+            let found = (try? folder.withShard(digest.shard, create: false) { shard in
+                POSIX.status(of: digest.hex, in: shard)
+            }) ?? nil
+            state.withLock { state in
+                guard let status = found, status.isFile else {
+                    state.entries.removeValue(forKey: digest)
+                    return
+                }
+                guard let time else { return }
+                let allocated = min(status.allocated, Self.largestIndexedSize)
+                state.entries.setValue(
+                    EntryRecord(fileSize: min(status.size, Self.largestIndexedSize), allocated: allocated, lastAccess: time, identity: status.identity),
+                    forKey: digest, cost: allocated, expiry: .infinity
+                )
+            }
+        }
     }
 }

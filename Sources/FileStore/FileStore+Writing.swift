@@ -27,6 +27,8 @@ extension FileStore {
                 )
             }
         }
+        // What other stores sharing the folder wrote counts before this write evicts.
+        catchUp()
         let digest = KeyDigest(key: key)
         let created = now()
         let expires = configuration.timeToLive.map { Self.expiry(after: $0, from: created) }
@@ -80,8 +82,7 @@ extension FileStore {
             }
         }
         counter.recordWrite()
-        journalAccess(digest, at: created)
-        removeEvicted(victims)
+        journalWrite(digest, at: created, evicted: victims)
     }
 
     private func writeError(_ error: any Error, key: String, digest: KeyDigest) -> StoreError {
@@ -189,7 +190,7 @@ extension FileStore {
             }
         }
         do {
-            try journal.rewrite(with: currentRecencyRecords())
+            try journal.rewrite(catchingUp: { apply($0, evicting: false) }, with: currentRecencyRecords)
             updateMetadataSize()
         } catch {
             failures.append(error)

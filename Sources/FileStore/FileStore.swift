@@ -1,6 +1,7 @@
 public import Foundation
 public import HanekeProtocols
 public import Logging
+import Synchronization
 
 /// A least-recently-used store of bytes on disk: one self-describing file per key, named by the MD5
 /// of the key.
@@ -45,14 +46,15 @@ public import Logging
 ///   number of threads), so they never block Swift's cooperative threads on disk I/O; the hop costs
 ///   about 1–3 µs. The synchronous methods of the same names do the same work on the caller's
 ///   thread.
-/// - Two stores (in one process or two) may share a folder: each write is atomic and each read
-///   checks the key, so neither ever returns a partial or wrong value. They do not share capacity
-///   accounting or recency yet: each enforces its capacity over what it knows (what it wrote or
-///   read, and what was there when it opened), so together they may take up to their number times
-///   the capacity until one of them opens the folder alone again. A store that opens a folder
-///   another store has open (each holds a shared `flock` on the marker) logs a warning saying so.
-///   For a folder shared by a server's worker processes, `SQLiteStore` holds its capacity for the
-///   folder as a whole.
+/// - Any number of stores (a server's worker processes, or several stores in one process) may use
+///   one folder at once, and the capacity holds for the folder as a whole. Each write is atomic and
+///   each read checks the key, so no store ever returns a partial or wrong value. The stores share
+///   their accounting and their recency through the journal: each appends its writes and removals
+///   (at once, once it knows it is not alone) and its reads (within the flush interval), and reads
+///   what the others appended before each write, so each one's index is the folder's and each
+///   evicts what exceeds the capacity, least recently used first, whoever used it. A store knows
+///   it is not alone when another had the folder open as it opened it (each holds a shared `flock`
+///   on the marker), or at its first write after the other opened the folder.
 public final class FileStore: Store {
     /// The type of the keys: any string is a valid key.
     public typealias Key = String
@@ -117,6 +119,10 @@ public final class FileStore: Store {
     let journal: RecencyJournal
     /// This store's shared lock on the folder, and whether another store had it open.
     let presence: FolderPresence
+    /// Whether another store shares the folder (it had the folder open when this one opened it, or
+    /// its records have been seen in the journal since): this store then appends its writes to the
+    /// journal at once (see ``journalWrite(_:at:evicted:)``).
+    let sharing: Atomic<Bool>
     let counter = StatisticsCounter()
     /// The file system's allocation unit, for the estimate that refuses a value too large.
     let blockSize: Int
@@ -202,9 +208,10 @@ public final class FileStore: Store {
         RecencyJournal.closePending(inFolder: directory)
         self.folder = try StoreFolder(path: directory, access: configuration.access, purpose: .store)
         self.presence = FolderPresence(folder: folder.descriptor)
+        self.sharing = Atomic(presence.othersPresent)
         if presence.othersPresent {
-            logger.warning(
-                "Another store has this folder open (in another process, or another FileStore in this one); each enforces the capacity over the entries it knows, so together they may take more than the capacity until one opens the folder alone",
+            logger.debug(
+                "Another store has this folder open (in another process, or another FileStore in this one); the two share its capacity through the journal",
                 metadata: ["directory": "\(directory)"]
             )
         }
@@ -317,13 +324,15 @@ public final class FileStore: Store {
     }
 
     /// The bytes the entries' files take on disk — allocated blocks, what `du` counts — as far as
-    /// this store knows; `0` when the store is empty. The capacity bounds this figure plus
+    /// this store knows (what other stores sharing the folder did included, as of their last
+    /// journal records); `0` when the store is empty. The capacity bounds this figure plus
     /// ``metadataSize``.
     ///
     /// Blocks the calling thread until the store has indexed the files it found when it opened
     /// (see ``isIndexed``); from async code, `await` ``waitUntilIndexed()-3lm97`` first.
     public var totalSize: Int {
         waitUntilIndexed()
+        catchUp(evicting: false)
         return state.withLock { $0.entries.totalCost }
     }
 
@@ -342,6 +351,7 @@ public final class FileStore: Store {
     /// `await` ``waitUntilIndexed()-3lm97`` first.
     public var count: Int {
         waitUntilIndexed()
+        catchUp(evicting: false)
         return state.withLock { $0.entries.count }
     }
 
@@ -355,6 +365,7 @@ public final class FileStore: Store {
     ///   ``isIndexed``).
     public func trim(toSize size: Int) throws {
         waitUntilIndexed()
+        catchUp(evicting: false)
         let victims = state.withLock { state in
             Self.evict(&state.entries, countLimit: nil, capacity: entryCapacity(size, metadataSize: state.metadataSize))
         }

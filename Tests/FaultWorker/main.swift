@@ -19,8 +19,9 @@
 //                                                       killed
 //   HanekeFaultWorker churn DIR ENGINE CAPACITY SECONDS WORKER
 //                                                       one of several processes sharing one store
-//                                                       folder (ENGINE sqlite): writes, reads and
-//                                                       removes random keys for SECONDS; prints
+//                                                       folder (ENGINE files, sqlite or routed):
+//                                                       writes, reads and removes random keys for
+//                                                       SECONDS; prints
 //                                                       "ready" after its first write, "wrong ..."
 //                                                       for a value that is not whole or not its
 //                                                       key's or a removed key read back, and at the
@@ -149,8 +150,18 @@ case "touch-and-exit", "touch-and-wait":
 case "churn":
     guard arguments.count >= 7, let capacity = Int(arguments[4]), let seconds = Int(arguments[5]), let worker = UInt64(arguments[6]) else { exit(2) }
     let engine = arguments[3]
-    guard engine == "sqlite" else { exit(2) }
-    let store = try SQLiteStore(directory: directory, configuration: .init(capacity: capacity))
+    // As a `Cache` builds them: with small values routed to a database, it and the files each
+    // have half the capacity; values over 2 KiB (half of them here) go to files.
+    let store: AnyStore<String, Data>
+    switch engine {
+    case "sqlite": store = AnyStore(try SQLiteStore(directory: directory, configuration: .init(capacity: capacity)))
+    case "files": store = AnyStore(try FileStore(directory: directory, configuration: .init(capacity: capacity)))
+    case "routed":
+        let files = try FileStore(directory: directory, configuration: .init(capacity: capacity / 2))
+        let small = try SQLiteStore(directory: directory, configuration: .init(capacity: capacity / 2))
+        store = AnyStore(small.routingLargeValues(over: 2 << 10, to: files))
+    default: exit(2)
+    }
     var random = SeededRandomNumberGenerator(seed: worker)
     var (writes, reads, removals, wrong) = (0, 0, 0, 0)
     // Keys every worker writes (values checked whole and of their key), and keys of this worker's
@@ -160,19 +171,20 @@ case "churn":
     var sequence = Int(worker) * 1_000_000_000
     while ContinuousClock.now < end {
         sequence += 1
-        let shared = "shared-\(random.next() % 200)"
+        // More keys than the capacity holds, in every engine.
+        let shared = "shared-\(random.next() % 2_000)"
         let own = "w\(worker)-\(random.next() % 100)"
         switch random.next() % 10 {
         case 0..<5:
             let key = random.next() % 2 == 0 ? shared : own
-            try store.setValue(WorkerValue.make(key: key, sequence: sequence, length: 500 + Int(random.next() % 3_000)), forKey: key)
+            try await store.setValue(WorkerValue.make(key: key, sequence: sequence, length: 500 + Int(random.next() % 3_000)), forKey: key)
             removed.remove(key)
             writes += 1
             if writes == 1 { line("ready") }
         case 5..<8:
             for key in [shared, own] {
                 reads += 1
-                guard let value = try store.value(forKey: key) else { continue }
+                guard let value = try await store.value(forKey: key) else { continue }
                 if removed.contains(key) {
                     wrong += 1
                     line("wrong \(key): removed, then read back")
@@ -182,7 +194,7 @@ case "churn":
                 }
             }
         default:
-            try store.removeValue(forKey: own)
+            try await store.removeValue(forKey: own)
             removed.insert(own)
             removals += 1
         }

@@ -7,7 +7,14 @@ import Glibc
 
 /// The FileStore's own record of recency (not atime, not creation dates, not xattrs): an
 /// append-only file `.haneke-journal` in the store's folder, of 25-byte records — a kind (access,
-/// removal, session start), the key's digest, and a time in milliseconds.
+/// write, removal, session start), the key's digest, and a time in milliseconds.
+///
+/// The journal is also how stores sharing a folder (in several processes, or several in one) learn
+/// of each other's writes, removals and reads: each appends to the same file and reads what the
+/// others appended since it last looked (``catchUp()``). Appends hold a shared `flock` on the
+/// file and a rewrite an exclusive one, so no append is lost to a rewrite: an append that waited
+/// for a rewrite finds its descriptor's file replaced and goes to the new one, and its store then
+/// reads the new journal whole (``CatchUp/restarted``).
 ///
 /// Records are buffered in memory and appended a few KiB at a time, so reads do not pay a system
 /// call each. A buffer reaches the file when it is full, when the store's flush timer fires (at
@@ -24,7 +31,10 @@ final class RecencyJournal: Sendable {
     private static let flushThreshold = 4096
 
     enum Kind: UInt8, Sendable {
+        /// The entry was read.
         case access = 1
+        /// The entry's file was written: a store that did not write it reads its size from the file.
+        case write = 3
         case removal = 2
         /// A store opened the folder at this time (the digest is unused): the start of a session.
         case session = 4
@@ -60,6 +70,23 @@ final class RecencyJournal: Sendable {
         var generation = -1
         var records = 0
         var allocated = 0
+        /// The bytes of the file this journal has read or written: what follows was appended by
+        /// other stores since, except ``ownRanges``.
+        var readOffset = 0
+        /// This journal's own appends past ``readOffset``, oldest first: skipped when catching up.
+        var ownRanges: [Range<Int>] = []
+        /// The descriptor's file is not the one this journal read: the next ``catchUp()`` reads it
+        /// whole.
+        var restarted = false
+    }
+
+    /// What other stores sharing the folder appended since this journal last looked.
+    struct CatchUp: Sendable {
+        /// Their records, oldest first.
+        var records: [Record] = []
+        /// The journal was replaced (another store rewrote it): `records` is the whole new journal,
+        /// and what the store knows that it does not mention may be gone.
+        var restarted = false
     }
 
     let folder: StoreFolder
@@ -133,36 +160,101 @@ final class RecencyJournal: Sendable {
 
     private var path: String { folder.path(of: StoreNames.journal) }
 
-    /// The records of the journal file, oldest first. A missing, foreign or partly written file
-    /// gives what could be read: recency is a hint, never a reason to fail opening a store.
+    /// The records of the journal file, oldest first, for a reader that is not a store (the
+    /// tool's inspection): nothing is created or locked. A missing, foreign or partly written file
+    /// gives what could be read: recency is a hint, never a reason to fail.
     static func readRecords(in folder: StoreFolder) -> [Record] {
         let path = folder.path(of: StoreNames.journal)
         guard let fd = try? POSIX.openFile(StoreNames.journal, in: folder.descriptor, flags: O_RDONLY | O_NONBLOCK, path: path) else { return [] }
         defer { POSIX.close(fd) }
-        // A journal is a hint; one too large to be ours (or a planted one) is ignored, not loaded.
-        guard let status = try? POSIX.status(of: fd, path: path), status.isFile,
-              status.size >= magic.count, status.size <= maximumReadSize else { return [] }
-        let size = status.size
-        var bytes = [UInt8](repeating: 0, count: size)
-        let read = bytes.withUnsafeMutableBytes { buffer in
-            (try? POSIX.read(fd, into: buffer.baseAddress!, count: size, at: 0, path: path)) ?? 0
+        guard let status = try? POSIX.status(of: fd, path: path), status.isFile else { return [] }
+        return read(fd, from: 0, to: status.size, skipping: [], path: path).records
+    }
+
+    /// The journal's records as a store opening the folder finds them, oldest first; from then on
+    /// ``catchUp()`` gives what other stores append. A journal that cannot be opened or read gives
+    /// no records (recency is a hint, never a reason to fail opening a store).
+    func readForOpening() -> [Record] {
+        file.withLock { state in
+            guard (try? ensureOpen(&state)) != nil,
+                  let status = try? POSIX.status(of: state.descriptor, path: path) else { return [] }
+            let (records, end) = Self.read(state.descriptor, from: 0, to: status.size, skipping: [], path: path)
+            state.readOffset = end
+            state.ownRanges = []
+            state.restarted = false
+            return records
         }
-        guard read >= magic.count, Array(bytes[0..<magic.count]) == magic else { return [] }
+    }
+
+    /// What other stores appended since this journal last looked, or the whole journal when another
+    /// store replaced it (``CatchUp/restarted``).
+    /// - Performs disk I/O: one `fstat`, and a read of what is new.
+    func catchUp() throws -> CatchUp {
+        try file.withLock { state throws in
+            // Open and of this folder: `catchUp(_:)`'s one `fstat` tells whether it was replaced.
+            if state.descriptor < 0 || state.generation != folder.generation { try ensureOpen(&state) }
+            return try catchUp(&state)
+        }
+    }
+
+    /// ``catchUp()`` with the file lock held and the descriptor open.
+    private func catchUp(_ state: inout FileState) throws -> CatchUp {
+        let status = try POSIX.status(of: state.descriptor, path: path)
+        if status.links == 0 {
+            // Replaced since it was opened: the new file, whole.
+            try ensureOpen(&state)
+            return try catchUp(&state)
+        }
+        state.records = max(0, status.size - Self.magic.count) / Self.recordSize
+        state.allocated = status.allocated
+        let restarted = state.restarted
+        state.restarted = false
+        guard status.size > state.readOffset else { return CatchUp(restarted: restarted) }
+        let (records, end) = Self.read(state.descriptor, from: state.readOffset, to: status.size, skipping: state.ownRanges, path: path)
+        state.readOffset = end
+        state.ownRanges.removeAll { $0.upperBound <= end }
+        return CatchUp(records: records, restarted: restarted)
+    }
+
+    /// Decodes the whole records of `fd` from `start` (0: from the beginning, checking the magic;
+    /// otherwise a record's boundary) to `end`, skipping the byte ranges `skipped`.
+    /// - Returns: The records, and where the last whole record read ends (where to start next time).
+    private static func read(_ fd: Int32, from start: Int, to end: Int, skipping skipped: [Range<Int>], path: @autoclosure () -> String) -> (records: [Record], end: Int) {
+        let checksMagic = start == 0
+        let recordsStart = checksMagic ? magic.count : start
+        guard end >= recordsStart else { return ([], start) }
+        // A whole journal too large to be ours (or a planted one) is ignored, not loaded; what
+        // others appended is read a bounded part at a time.
+        if checksMagic && end > maximumReadSize { return ([], start) }
+        let wholeEnd = recordsStart + min(end - recordsStart, maximumReadSize) / recordSize * recordSize
+        var bytes = [UInt8](repeating: 0, count: wholeEnd - start)
+        let read = bytes.withUnsafeMutableBytes { buffer in
+            (try? POSIX.read(fd, into: buffer.baseAddress!, count: buffer.count, at: start, path: path())) ?? 0
+        }
+        if checksMagic {
+            guard read >= magic.count, Array(bytes[0..<magic.count]) == magic else { return ([], start) }
+        }
+        let readEnd = start + read
         var records: [Record] = []
-        records.reserveCapacity((read - magic.count) / recordSize)
+        records.reserveCapacity(read / recordSize)
+        var position = recordsStart
         bytes.withUnsafeBytes { buffer in
-            var offset = magic.count
-            while offset + recordSize <= read {
+            while position + recordSize <= readEnd {
+                if let range = skipped.first(where: { $0.contains(position) }) {
+                    position = range.upperBound
+                    continue
+                }
+                let offset = position - start
                 if let kind = Kind(rawValue: buffer[offset]) {
                     let digest = KeyDigest(bytes: UnsafeRawBufferPointer(rebasing: buffer[(offset + 1)..<(offset + 17)]))
                     var time: UInt64 = 0
                     for i in (0..<8).reversed() { time = time << 8 | UInt64(buffer[offset + 17 + i]) }
                     records.append(Record(kind: kind, digest: digest, time: Int64(bitPattern: time)))
                 }
-                offset += recordSize
+                position += recordSize
             }
         }
-        return records
+        return (records, position)
     }
 
     /// Buffers a record and says whether a flush is needed now or should be scheduled.
@@ -224,20 +316,97 @@ final class RecencyJournal: Sendable {
             }
             guard !bytes.isEmpty else { return }
             try ensureOpen(&state)
-            try POSIX.append(state.descriptor, bytes, path: path)
-            state.records += bytes.count / Self.recordSize
-            state.allocated = (try? POSIX.status(of: state.descriptor, path: path).allocated) ?? state.allocated
+            // Under the file's shared lock, so that no rewrite replaces the file between the check
+            // and the append; a rewrite that did while this waited sends the records to the new file.
+            while true {
+                let descriptor = state.descriptor
+                Self.lock(descriptor, LOCK_SH)
+                let replaced = Result { () throws(POSIX.Failure) in try POSIX.status(of: descriptor, path: path).links == 0 }
+                guard case .success(false) = replaced else {
+                    Self.lock(descriptor, LOCK_UN)
+                    _ = try replaced.get()
+                    try ensureOpen(&state)
+                    continue
+                }
+                let end = Result { try append(bytes, to: descriptor) }
+                Self.lock(descriptor, LOCK_UN)
+                let last = try end.get()
+                state.ownRanges.append((last - bytes.count)..<last)
+                state.records = max(0, last - Self.magic.count) / Self.recordSize
+                state.allocated = (try? POSIX.status(of: descriptor, path: path).allocated) ?? state.allocated
+                return
+            }
         }
     }
 
-    /// Replaces the journal with `records` (oldest first), atomically: a temporary file in the
-    /// store's folder, then `renameat` over the journal (replacing whatever was at its name, a
-    /// link included, never following it).
-    func rewrite(with records: [Record]) throws {
-        var bytes = Self.magic
-        bytes.reserveCapacity(Self.magic.count + records.count * Self.recordSize)
-        for record in records { Self.encode(record, into: &bytes) }
+    /// Appends `bytes` (whole records) to the journal's descriptor; returns where they end. Never
+    /// truncates (other stores append to the same file): a write cut short by a full disk is padded
+    /// to a record's boundary with zeros, which no reader takes for a record.
+    private func append(_ bytes: [UInt8], to descriptor: Int32) throws -> Int {
+        var written = 0
+        let failure: POSIX.Failure? = bytes.withUnsafeBytes { buffer in
+            while written < buffer.count {
+                let n = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if n > 0 {
+                    written += n
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return POSIX.fail("write", path)
+                }
+            }
+            return nil
+        }
+        if let failure {
+            if written % Self.recordSize != 0 {
+                let padding = [UInt8](repeating: 0, count: Self.recordSize - written % Self.recordSize)
+                _ = padding.withUnsafeBytes { write(descriptor, $0.baseAddress!, $0.count) }
+            }
+            throw failure
+        }
+        return Int(lseek(descriptor, 0, SEEK_CUR))
+    }
+
+    /// Replaces the journal with `records()` (oldest first), atomically: a temporary file in the
+    /// store's folder, then `renameat` over the journal (replacing whatever was at its name, a link
+    /// included, never following it). Holds the journal's exclusive lock throughout: other stores'
+    /// appends wait, and what they appended before is first read and given to `catchingUp`, so
+    /// that `records()` (called after it) can include it.
+    ///
+    /// Lock order: `catchingUp` and `records` run with the journal's `file` lock held, and may take
+    /// the store's stripes and index (which nothing holds while it takes the journal's locks).
+    /// - Parameter unlessReplaced: Gives up (returning `false`) when another store replaced the
+    ///   journal while this one waited for its lock (a compaction that another store just did).
+    /// - Returns: Whether the journal was rewritten.
+    @discardableResult
+    func rewrite(unlessReplaced: Bool = false, catchingUp apply: (CatchUp) -> Void = { _ in }, with records: () -> [Record]) throws -> Bool {
         try file.withLock { state throws in
+            try ensureOpen(&state)
+            var old = state.descriptor
+            Self.lock(old, LOCK_EX)
+            while (try? POSIX.status(of: old, path: path))?.links == 0 {
+                Self.lock(old, LOCK_UN)
+                try ensureOpen(&state)
+                if unlessReplaced { return false }
+                old = state.descriptor
+                Self.lock(old, LOCK_EX)
+            }
+            // Unlocked at the end, or closed (which unlocks it) once the new file replaced it; never
+            // unlocked after it is closed, when its number may be another file's.
+            var detached = false
+            defer {
+                if detached {
+                    POSIX.close(old)
+                } else if state.descriptor == old {
+                    Self.lock(old, LOCK_UN)
+                }
+            }
+            apply(try catchUp(&state))
+            let records = records()
+            var bytes = Self.magic
+            bytes.reserveCapacity(Self.magic.count + records.count * Self.recordSize)
+            for record in records { Self.encode(record, into: &bytes) }
+
             let root = folder.descriptor
             let temporary = StoreNames.temporary()
             let fd = try folder.createFile(temporary, in: root, path: folder.path(of: temporary))
@@ -252,10 +421,16 @@ final class RecencyJournal: Sendable {
                 _ = try? POSIX.unlink(temporary, in: root, path: folder.path(of: temporary))
                 throw error
             }
-            if state.descriptor >= 0 { POSIX.close(state.descriptor) }
+            // The old file stays open (and locked) until the end: its number is not reused meanwhile.
             state.descriptor = -1
+            detached = true
             try ensureOpen(&state)
+            // This journal wrote the new file: what follows it is other stores'.
+            state.readOffset = bytes.count
+            state.ownRanges = []
+            state.restarted = false
             state.records = records.count
+            return true
         }
     }
 
@@ -281,7 +456,7 @@ final class RecencyJournal: Sendable {
         for attempt in 0..<2 {
             do {
                 // `nil`: not even `O_CREAT` could make it, so the store's folder itself is gone.
-                guard let opened = try POSIX.openFile(StoreNames.journal, in: root, flags: O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK, mode: folder.access.fileMode, path: path) else {
+                guard let opened = try POSIX.openFile(StoreNames.journal, in: root, flags: O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK, mode: folder.access.fileMode, path: path) else {
                     throw POSIX.fail("openat", path, code: ENOENT)
                 }
                 fd = opened
@@ -297,16 +472,33 @@ final class RecencyJournal: Sendable {
             guard status.isFile else { throw POSIX.fail("open", path, code: EINVAL) }
             if folder.access == .ownerAndGroup { _ = fchmod(fd, folder.access.fileMode) }
             if status.size == 0 {
-                try POSIX.append(fd, Self.magic, path: path)
+                // Another store may be creating it too: one magic, written under the exclusive lock.
+                Self.lock(fd, LOCK_EX)
+                defer { Self.lock(fd, LOCK_UN) }
+                if try POSIX.status(of: fd, path: path).size == 0 {
+                    try POSIX.append(fd, Self.magic, path: path)
+                }
             }
-            state.records = max(0, status.size - Self.magic.count) / Self.recordSize
-            state.allocated = (try? POSIX.status(of: fd, path: path).allocated) ?? status.allocated
+            let opened = try POSIX.status(of: fd, path: path)
+            state.records = max(0, opened.size - Self.magic.count) / Self.recordSize
+            state.allocated = opened.allocated
         } catch {
             POSIX.close(fd)
             throw error
         }
         state.descriptor = fd
         state.generation = generation
+        // A file this journal has not read: the next catch-up reads it whole.
+        state.readOffset = 0
+        state.ownRanges = []
+        state.restarted = true
+    }
+
+    /// `flock`, retried when interrupted. A file system without `flock` leaves the journal
+    /// unlocked: stores sharing a folder there may lose a few records to a rewrite, which only
+    /// makes their recency older.
+    private static func lock(_ descriptor: Int32, _ operation: Int32) {
+        while flock(descriptor, operation) != 0 && errno == EINTR {}
     }
 
     /// Appends a record's 25 bytes: the kind, the digest big-endian, the time little-endian (built
