@@ -61,10 +61,13 @@ let package = Package(
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
             ]
         ),
-        // Workload 10's child: one of several processes writing one SQLiteStore folder.
+        // Workload 10's child: one of several processes writing one SQLiteStore or FileStore folder.
         .executableTarget(
             name: "SharedWriter",
-            dependencies: [.product(name: "SQLiteStore", package: hanekeIdentity)]
+            dependencies: [
+                .product(name: "SQLiteStore", package: hanekeIdentity),
+                .product(name: "FileStore", package: hanekeIdentity),
+            ]
         ),
         .executableTarget(
             name: "FileProbe",

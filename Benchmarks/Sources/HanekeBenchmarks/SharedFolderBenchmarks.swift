@@ -8,9 +8,9 @@ import Glibc
 /// Workload 10: several processes on one store folder, as a server's workers share a cache.
 /// N writer processes (2 and 4) each run the same mix on 2,000 keys — 70 % sets of 2,000-byte
 /// values, 30 % gets — in one folder of 4 MiB (2,000 values of 2,000 bytes do not fit: every set
-/// evicts) and of 64 MiB (they fit): SQLiteStore (`SharedWriter`, a child of this package)
-/// against python-diskcache 5.6.3 with as many processes (`Peer/diskcache_writer.py`), rounds of
-/// each alternating. Every writer waits for a line on its input, so they start together; the
+/// evicts) and of 64 MiB (they fit): SQLiteStore and FileStore (`SharedWriter`, a child of this
+/// package) against python-diskcache 5.6.3 with as many processes (`Peer/diskcache_writer.py`),
+/// the three taking turns in each round, in an order that rotates. Every writer waits for a line on its input, so they start together; the
 /// folder is sampled every 50 ms while they run.
 ///
 /// - Operations per second: every writer's operations over the slowest writer's time.
@@ -49,18 +49,21 @@ enum SharedFolderBenchmarks {
         var rows: [Row] = []
         for capacity in capacities {
             for writers in writerCounts {
-                var mine: [Run] = []
-                var theirs: [Run] = []
+                let sides = ["sqlite", "files", "diskcache"]
+                var runs: [String: [Run]] = [:]
                 for round in 0..<rounds {
-                    for side in round % 2 == 0 ? [0, 1] : [1, 0] {
+                    for turn in 0..<sides.count {
+                        let side = sides[(turn + round) % sides.count]
                         let folder = scratch + "/\(capacity)-\(writers)-\(round)-\(side)"
-                        let command = side == 0 ? [ours] : [python, peer]
+                        let command = side == "diskcache" ? [python, peer] : [ours, side]
                         let run = try await IOExecutor.shared.run { try measure(command, folder: folder, capacity: capacity, writers: writers, operations: operations) }
-                        if side == 0 { mine.append(run) } else { theirs.append(run) }
+                        runs[side, default: []].append(run)
                         RawFiles.removeDirectory(folder)
                     }
                 }
-                rows += self.rows(capacity: capacity, writers: writers, operations: operations, ours: mine, theirs: theirs)
+                for engine in sides.dropLast() {
+                    rows += self.rows(engine: engine, capacity: capacity, writers: writers, operations: operations, ours: runs[engine] ?? [], theirs: runs["diskcache"] ?? [])
+                }
             }
         }
         return rows
@@ -123,15 +126,15 @@ enum SharedFolderBenchmarks {
         return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
     }
 
-    static func rows(capacity: Int, writers: Int, operations: Int, ours: [Run], theirs: [Run]) -> [Row] {
+    static func rows(engine: String, capacity: Int, writers: Int, operations: Int, ours: [Run], theirs: [Run]) -> [Row] {
         let variant = "\(writers) processes, \(capacity >> 20) MiB, 2,000 B values"
         let note = "\(writers) × \(operations) operations per round (70 % sets), \(ours.count) rounds each, alternating"
         var rows: [Row] = []
         let mineRate = median(ours.map(\.operationsPerSecond))
         let theirRate = median(theirs.map(\.operationsPerSecond))
         rows.append(Row(
-            workload: "10", name: "sqlite shared folder: operations", variant: variant,
-            subject: Figure(label: "sqlite", value: mineRate, unit: "ops/s"),
+            workload: "10", name: "\(engine) shared folder: operations", variant: variant,
+            subject: Figure(label: engine, value: mineRate, unit: "ops/s"),
             baseline: Figure(label: "diskcache", value: theirRate, unit: "ops/s"),
             ratio: mineRate / theirRate, goal: "report", met: nil, note: note
         ))
@@ -140,8 +143,8 @@ enum SharedFolderBenchmarks {
             let mine = median(ours.flatMap { $0.outcomes.map { $0[keyPath: path] } })
             let their = median(theirs.flatMap { $0.outcomes.map { $0[keyPath: path] } })
             rows.append(Row(
-                workload: "10", name: "sqlite shared folder: \(name)", variant: variant,
-                subject: Figure(label: "sqlite", value: mine, unit: "µs"),
+                workload: "10", name: "\(engine) shared folder: \(name)", variant: variant,
+                subject: Figure(label: engine, value: mine, unit: "µs"),
                 baseline: Figure(label: "diskcache", value: their, unit: "µs"),
                 ratio: their / mine, goal: "report", met: nil, note: "median over writers and rounds of each writer's \(name)"
             ))
@@ -149,8 +152,8 @@ enum SharedFolderBenchmarks {
         let mineDisk = Double(ours.map(\.largestDiskUse).max() ?? 0) / Double(capacity)
         let theirDisk = Double(theirs.map(\.largestDiskUse).max() ?? 0) / Double(capacity)
         rows.append(Row(
-            workload: "10", name: "sqlite shared folder: largest du / capacity", variant: variant,
-            subject: Figure(label: "sqlite", value: mineDisk, unit: "× capacity"),
+            workload: "10", name: "\(engine) shared folder: largest du / capacity", variant: variant,
+            subject: Figure(label: engine, value: mineDisk, unit: "× capacity"),
             baseline: Figure(label: "diskcache", value: theirDisk, unit: "× capacity"),
             ratio: nil, goal: "≤ 1.1", met: mineDisk <= 1.1, note: "st_blocks × 512 over the folder, sampled every 50 ms while the writers ran"
         ))

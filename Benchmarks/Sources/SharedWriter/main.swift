@@ -1,22 +1,25 @@
 // Workload 10's child: one of several processes writing and reading one store folder at once.
 //
-//   SharedWriter DIR CAPACITY OPERATIONS SEED
+//   SharedWriter ENGINE DIR CAPACITY OPERATIONS SEED
 //
-// Opens an SQLiteStore in DIR with CAPACITY bytes, prints "ready", waits for a line on its standard
-// input (so that every writer starts together), then runs OPERATIONS operations on 2,000 keys: 70 %
-// sets of 2,000-byte values, 30 % gets, chosen from SEED. Prints one line of JSON: the seconds taken
-// and each kind's median and 99th percentile in µs. `Peer/diskcache_writer.py` does the same with
-// python-diskcache.
+// Opens an SQLiteStore (ENGINE sqlite) or a FileStore (ENGINE files) in DIR with CAPACITY bytes,
+// prints "ready", waits for a line on its standard input (so that every writer starts together),
+// then runs OPERATIONS operations on 2,000 keys: 70 % sets of 2,000-byte values, 30 % gets, chosen
+// from SEED. Prints one line of JSON: the seconds taken and each kind's median and 99th percentile
+// in µs. `Peer/diskcache_writer.py` does the same with python-diskcache.
 
+import FileStore
 import Foundation
 import SQLiteStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let capacity = Int(arguments[2]), let operations = Int(arguments[3]), let seed = UInt64(arguments[4]) else {
-    FileHandle.standardError.write(Data("usage: SharedWriter DIR CAPACITY OPERATIONS SEED\n".utf8))
+guard arguments.count == 6, ["sqlite", "files"].contains(arguments[1]), let capacity = Int(arguments[3]),
+      let operations = Int(arguments[4]), let seed = UInt64(arguments[5]) else {
+    FileHandle.standardError.write(Data("usage: SharedWriter sqlite|files DIR CAPACITY OPERATIONS SEED\n".utf8))
     exit(2)
 }
-let store = try SQLiteStore(directory: arguments[1], configuration: .init(capacity: capacity))
+let sqlite = arguments[1] == "sqlite" ? try SQLiteStore(directory: arguments[2], configuration: .init(capacity: capacity)) : nil
+let files = arguments[1] == "files" ? try FileStore(directory: arguments[2], configuration: .init(capacity: capacity)) : nil
 var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
 /// xorshift64: the same choices on every run.
 func next(_ state: inout UInt64) -> UInt64 {
@@ -38,9 +41,9 @@ for _ in 0..<operations {
     let isSet = next(&state) % 10 < 7
     let began = ContinuousClock.now
     if isSet {
-        try store.setValue(value, forKey: key)
+        if let sqlite { try sqlite.setValue(value, forKey: key) } else { try files!.setValue(value, forKey: key) }
     } else {
-        _ = try store.value(forKey: key)
+        if let sqlite { _ = try sqlite.value(forKey: key) } else { _ = try files!.value(forKey: key) }
     }
     let elapsed = ContinuousClock.now - began
     let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12

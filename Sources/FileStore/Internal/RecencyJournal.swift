@@ -232,7 +232,8 @@ final class RecencyJournal: Sendable {
             (try? POSIX.read(fd, into: buffer.baseAddress!, count: buffer.count, at: start, path: path())) ?? 0
         }
         if checksMagic {
-            guard read >= magic.count, Array(bytes[0..<magic.count]) == magic else { return ([], start) }
+            // Not a journal: nothing to read in it, now or again at the next catch-up.
+            guard read >= magic.count, Array(bytes[0..<magic.count]) == magic else { return ([], read < magic.count ? start : wholeEnd) }
         }
         let readEnd = start + read
         var records: [Record] = []
