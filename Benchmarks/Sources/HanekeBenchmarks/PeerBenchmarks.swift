@@ -573,13 +573,16 @@ enum DiskcacheVenv {
 
 /// What `du` counts: st_blocks × 512 over a folder and everything below it (links not followed).
 enum DiskUsage {
-    static func bytes(_ path: String) -> Int {
+    /// What `du` counts for `path` and everything below it; with `filesOnly`, for its regular files
+    /// alone (folders aside: a FileStore's 256 shard folders take 1 MiB of blocks whatever it holds).
+    static func bytes(_ path: String, filesOnly: Bool = false) -> Int {
         var total = 0
         var status = stat()
-        if lstat(path, &status) == 0 { total += Int(status.st_blocks) * 512 }
+        if !filesOnly, lstat(path, &status) == 0 { total += Int(status.st_blocks) * 512 }
         guard let enumerator = FileManager.default.enumerator(atPath: path) else { return total }
         while let relative = enumerator.nextObject() as? String {
-            if lstat(path + "/" + relative, &status) == 0 { total += Int(status.st_blocks) * 512 }
+            guard lstat(path + "/" + relative, &status) == 0 else { continue }
+            if !filesOnly || (status.st_mode & S_IFMT) == S_IFREG { total += Int(status.st_blocks) * 512 }
         }
         return total
     }
