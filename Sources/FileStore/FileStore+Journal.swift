@@ -1,6 +1,7 @@
 import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 
 /// The recency journal's side of the store: records of reads, writes and removals, their flushes
 /// and compactions, the bytes the journal takes against the capacity, and what it says of the

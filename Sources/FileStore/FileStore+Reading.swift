@@ -1,6 +1,7 @@
 import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 public import Foundation
 public import HanekeProtocols
 public import Logging
+import StoreFolders
 
 /// A least-recently-used store of bytes on disk: one self-describing file per key, named by the MD5
 /// of the key.
@@ -59,16 +60,9 @@ public final class FileStore: Store {
     /// The type of the values.
     public typealias Value = Data
 
-    /// Who may read and write a store's files.
-    public enum Access: Sendable, Hashable {
-        /// Only the user running the process: folders `0700`, files `0600`. The default: cached
-        /// values and their keys (often URLs with tokens) are nobody else's business.
-        case owner
-        /// The user and the folder's group: folders `2770` (new files take the folder's group),
-        /// files `0660`, and a group-writable folder is accepted. For a cache shared by the
-        /// services of one group.
-        case ownerAndGroup
-    }
+    /// Who may read and write a store's files: ``HanekeProtocols/FolderAccess``, under the name
+    /// this type has always given it.
+    public typealias Access = FolderAccess
 
     /// The name of the marker file that makes a folder a store's: `.haneke-store`, which starts
     /// with the magic `HNKS` and the folder's format version.
@@ -465,8 +459,7 @@ public final class FileStore: Store {
     /// A `StoreError` with code `io` for a failed operation, carrying the system call's error
     /// number (a `StoreError` already made is passed on).
     static func ioError(_ message: String, _ error: any Error) -> StoreError {
-        if let error = error as? StoreError { return error }
-        return StoreError(.io, message, cause: error, posixCode: (error as? POSIX.Failure)?.posixCode)
+        .ioFailure(message, error)
     }
 
     /// Opens the entry file of `digest` (never through a link) and reads it with the one reader.
@@ -536,13 +529,4 @@ public final class FileStore: Store {
             }
         }
     }
-}
-
-extension StoreError.Code {
-    /// A folder exists and holds files, but no store marker: a `FileStore` never adopts or cleans a
-    /// folder that is not its own.
-    public static let notAStore = StoreError.Code("notAStore")
-    /// A folder belongs to another user, or others may write to it: a `FileStore` refuses it, since
-    /// anyone who can write there could plant or replace cached values.
-    public static let unsafeDirectory = StoreError.Code("unsafeDirectory")
 }

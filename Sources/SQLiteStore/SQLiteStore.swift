@@ -1,8 +1,8 @@
-import FileStore
 public import Foundation
 public import HanekeProtocols
 public import Logging
 import SeededRandom
+import StoreFolders
 
 /// A disk store for small values: one SQLite database in a store folder, a row per entry.
 ///
