@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HanekeProtocols
 import Logging
 import StoreFolders
@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 extension FileStore {
-    func readValue(forKey key: String) throws -> Data? {
+    package func blockingValue(forKey key: String) throws -> Data? {
         let digest = KeyDigest(key: key)
         let root = folder.descriptor
         let sizeHint = state.withLock { $0.entries.peekValue(forKey: digest)?.fileSize }

@@ -254,7 +254,7 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` with code `io` when the file exists but cannot be read.
     /// - Performs disk I/O: `openat2`, one `read`, `close` in the common case.
     public func value(forKey key: String) throws -> Data? {
-        try readValue(forKey: key)
+        try blockingValue(forKey: key)
     }
 
     /// Stores `value` for `key`, atomically replacing any previous value, then evicts the least
@@ -266,7 +266,7 @@ public final class FileStore: Store {
     ///   capacity, `invalidKey` for a key over 16 MiB, `io` when the file cannot be written.
     /// - Performs disk I/O: a temporary file, `writev`, `renameat`, and one `unlinkat` per eviction.
     public func setValue(_ value: Data, forKey key: String) throws {
-        try writeValue(value, forKey: key)
+        try blockingSetValue(value, forKey: key)
     }
 
     /// Removes the value for `key`; removing a missing key is a no-op.
@@ -274,7 +274,7 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` with code `io` when the file exists but cannot be removed.
     /// - Performs disk I/O.
     public func removeValue(forKey key: String) throws {
-        try deleteValue(forKey: key)
+        try blockingRemoveValue(forKey: key)
     }
 
     /// Removes every entry. The store stays usable, also while this runs: writes made after it
@@ -284,7 +284,7 @@ public final class FileStore: Store {
     ///   ``isIndexed``).
     public func removeAll() throws {
         waitUntilIndexed()
-        try deleteAll()
+        try blockingRemoveAll()
     }
 
     /// Whether a valid, unexpired value exists for `key`; reads the file's header only and does not
@@ -386,7 +386,7 @@ public final class FileStore: Store {
     /// - Returns: The stored bytes, or `nil`.
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func value(forKey key: String) async throws -> Data? {
-        try await executor.run { try self.readValue(forKey: key) }
+        try await valueOnExecutor(forKey: key)
     }
 
     /// Reads the file for `key` and passes its bytes through `transform`, both in one job of the I/O
@@ -402,7 +402,7 @@ public final class FileStore: Store {
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> Transformed? {
-        try await executor.run { try self.readValue(forKey: key).map(transform) }
+        try await valueOnExecutor(forKey: key, transformedBy: transform)
     }
 
     /// Stores `value` for `key`, writing the file on the I/O executor.
@@ -412,22 +412,21 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` (`valueTooLarge`, `invalidKey`, `io`); `CancellationError` if
     ///   cancelled before it ran.
     public func setValue(_ value: Data, forKey key: String) async throws {
-        try await executor.run { try self.writeValue(value, forKey: key) }
+        try await setValueOnExecutor(value, forKey: key)
     }
 
     /// Removes the value for `key` on the I/O executor.
     /// - Parameter key: The key to remove.
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func removeValue(forKey key: String) async throws {
-        try await executor.run { try self.deleteValue(forKey: key) }
+        try await removeValueOnExecutor(forKey: key)
     }
 
     /// Removes every entry on the I/O executor, once the store is indexed (waiting for the index
     /// blocks no thread; see ``isIndexed``).
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func removeAll() async throws {
-        await waitUntilIndexed()
-        try await executor.run { try self.deleteAll() }
+        try await removeAllOnExecutor()
     }
 
     /// One layer, named ``name``.
@@ -528,5 +527,13 @@ public final class FileStore: Store {
             case .damaged(let damage)?: throw StoreError(.corrupted, "\(self.path(for: digest)) is damaged: \(damage)")
             }
         }
+    }
+}
+
+// The async API above is one job of the executor per call, made by `BlockingEngine`.
+extension FileStore: BlockingEngine {
+    /// `removeAll` waits for the index first, suspended rather than on a thread.
+    package func prepareToRemoveAll() async {
+        await waitUntilIndexed()
     }
 }
