@@ -532,8 +532,8 @@ public final class FileStore: Store {
 
 // The async API above is one job of the executor per call, made by `BlockingEngine`.
 extension FileStore: BlockingEngine {
-    /// `removeAll` waits for the index first, suspended rather than on a thread.
-    package func prepareToRemoveAll() async {
+    /// `removeAll`, sizes and flushes wait for the index first, suspended rather than on a thread.
+    package func waitUntilReady() async {
         await waitUntilIndexed()
     }
 }

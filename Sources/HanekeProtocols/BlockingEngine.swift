@@ -25,14 +25,14 @@ package protocol BlockingEngine: Sendable {
     func blockingRemoveValue(forKey key: String) throws
     /// Removes every value (blocks: disk I/O).
     func blockingRemoveAll() throws
-    /// What `removeAllOnExecutor()` awaits before it runs ``blockingRemoveAll()``, without holding a
-    /// thread (a store that indexes its folder in the background waits for its index). Nothing by
+    /// What work on the whole store (`removeAll`, its size, a flush) awaits first, without holding
+    /// a thread: a store that indexes its folder in the background waits for its index. Nothing by
     /// default.
-    func prepareToRemoveAll() async
+    func waitUntilReady() async
 }
 
 extension BlockingEngine {
-    package func prepareToRemoveAll() async {}
+    package func waitUntilReady() async {}
 
     /// ``blockingValue(forKey:)`` as one job of the executor.
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
@@ -62,10 +62,10 @@ extension BlockingEngine {
         try await executor.run { try self.blockingRemoveValue(forKey: key) }
     }
 
-    /// ``prepareToRemoveAll()``, then ``blockingRemoveAll()`` as one job of the executor.
+    /// ``waitUntilReady()``, then ``blockingRemoveAll()`` as one job of the executor.
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
     package func removeAllOnExecutor() async throws {
-        await prepareToRemoveAll()
+        await waitUntilReady()
         try await executor.run { try self.blockingRemoveAll() }
     }
 }
