@@ -25,12 +25,12 @@ package struct KeyDigest: Hashable, Sendable {
 
     /// Parses 32 upper-case hexadecimal digits; `nil` for anything else (lower case included, so
     /// that a name maps to exactly one digest).
-    package init?(hex: some StringProtocol) {
+    init?(hex: some StringProtocol) {
         self.init(hex: hex.utf8)
     }
 
     /// Parses 32 upper-case hexadecimal digits given as bytes (a file name as `readdir` gives it).
-    package init?(hex: some Sequence<UInt8>) {
+    init?(hex: some Sequence<UInt8>) {
         var high: UInt64 = 0
         var low: UInt64 = 0
         var count = 0
@@ -78,7 +78,7 @@ package struct KeyDigest: Hashable, Sendable {
 
     /// Calls `body` with `<shard>/<hex>` (the entry's path relative to the store's folder) as a C
     /// string in a stack buffer: no allocation on the read path.
-    package func withRelativePath<T>(_ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
+    func withRelativePath<T>(_ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
             Self.writeHex(high, into: buffer, at: 3)
             Self.writeHex(low, into: buffer, at: 19)

@@ -34,7 +34,7 @@ package enum POSIX {
             return "\(call)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code)\(name))"
         }
 
-        package var isNotFound: Bool { code == ENOENT || code == ENOTDIR }
+        var isNotFound: Bool { code == ENOENT || code == ENOTDIR }
 
         /// The path is not a regular file (a folder, a FIFO, a device) where one was expected.
         package var isNotARegularFile: Bool { code == EISDIR || code == ESPIPE || code == EINVAL || code == ENXIO }
@@ -74,7 +74,7 @@ package enum POSIX {
 
     /// Creates the folder at `path` and any missing parents (with `mode`); an existing folder is fine.
     /// For the store's own folder and its parents, which the caller named.
-    package static func makeFolders(atPath path: String, mode: Glibc.mode_t) throws(Failure) {
+    static func makeFolders(atPath path: String, mode: Glibc.mode_t) throws(Failure) {
         if mkdir(path, mode) == 0 || errno == EEXIST { return }
         let failure = fail("mkdir", path)
         guard failure.code == ENOENT else { throw failure }
@@ -85,7 +85,7 @@ package enum POSIX {
         throw fail("mkdir", path)
     }
 
-    package static func parentPath(of path: String) -> String {
+    static func parentPath(of path: String) -> String {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
         guard let slash = trimmed.lastIndex(of: "/") else { return "." }
@@ -195,7 +195,7 @@ package enum POSIX {
     }
 
     /// Creates the file `name` inside `directory`, which must not exist, for writing.
-    package static func createExclusively(_ name: UnsafePointer<CChar>, in directory: Int32, mode: Glibc.mode_t, path: @autoclosure () -> String) throws(Failure) -> Int32 {
+    static func createExclusively(_ name: UnsafePointer<CChar>, in directory: Int32, mode: Glibc.mode_t, path: @autoclosure () -> String) throws(Failure) -> Int32 {
         let fd = retryingOnInterrupt { openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw fail("openat", path()) }
         return fd
@@ -219,7 +219,7 @@ package enum POSIX {
     }
 
     /// Reads a whole small file (at most `limit` bytes are read).
-    package static func readAll(_ fd: Int32, limit: Int, path: @autoclosure () -> String) throws(Failure) -> [UInt8] {
+    static func readAll(_ fd: Int32, limit: Int, path: @autoclosure () -> String) throws(Failure) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: limit)
         let result = bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(Failure) -> Int in try read(fd, into: buffer.baseAddress!, count: limit, at: 0, path: path()) }
@@ -338,7 +338,7 @@ package enum POSIX {
 
     package static var processID: Int32 { getpid() }
 
-    package static var effectiveUserID: UInt32 { geteuid() }
+    static var effectiveUserID: UInt32 { geteuid() }
 
     private static func retryingOnInterrupt(_ call: () -> Int32) -> Int32 {
         while true {
@@ -371,7 +371,7 @@ package struct FileStatus: Sendable {
     package var links: Int
     package var owner: UInt32
     /// The permission bits (including set-group-ID and sticky).
-    package var permissions: UInt32
+    var permissions: UInt32
     /// The file system's preferred block size for this file (`st_blksize`).
     package var blockSize: Int
     package var identity: FileIdentity

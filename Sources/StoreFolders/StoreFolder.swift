@@ -26,8 +26,8 @@ package final class StoreFolder: Sendable {
     }
 
     /// The magic and format version at the start of the marker file.
-    package static let markerMagic: [UInt8] = Array("HNKS".utf8) + [1, 0, 0, 0]
-    package static let markerVersion: UInt8 = 1
+    static let markerMagic: [UInt8] = Array("HNKS".utf8) + [1, 0, 0, 0]
+    static let markerVersion: UInt8 = 1
     private static let markerText = Array("""
 
     This folder is a Haneke FileStore. Its files are named by the MD5 of their keys and are \
@@ -396,7 +396,7 @@ package final class StoreFolder: Sendable {
 
 extension FolderAccess {
     /// The mode of the folders a store makes.
-    package var folderMode: mode_t {
+    var folderMode: mode_t {
         switch self {
         case .owner: 0o700
         case .ownerAndGroup: 0o2770
@@ -412,7 +412,7 @@ extension FolderAccess {
     }
 
     /// The write permissions an existing folder must not grant.
-    package var forbiddenWriteBits: mode_t {
+    var forbiddenWriteBits: mode_t {
         switch self {
         case .owner: 0o022
         case .ownerAndGroup: 0o002

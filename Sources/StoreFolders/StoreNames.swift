@@ -44,7 +44,7 @@ package enum StoreNames {
     }
 
     /// What `name` is at the top of a store folder.
-    package static func classifyInFolder(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
+    static func classifyInFolder(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
         if let shard = shard(name) { return .shard(shard) }
         if name.elementsEqual(marker.utf8) { return .marker }
         if name.elementsEqual(journal.utf8) { return .journal }
@@ -75,7 +75,7 @@ package enum StoreNames {
     /// The writer's process id of a temporary name `.haneke-tmp.<pid>.<n>`: decimal numbers
     /// without leading zeros, a positive 32-bit pid and a 64-bit counter from 1; `nil` for any
     /// other name.
-    package static func temporaryWriter(_ name: UnsafeBufferPointer<UInt8>) -> Int32? {
+    static func temporaryWriter(_ name: UnsafeBufferPointer<UInt8>) -> Int32? {
         guard name.count > temporaryPrefix.count, name.prefix(temporaryPrefix.count).elementsEqual(temporaryPrefix) else { return nil }
         let rest = name[temporaryPrefix.count...]
         guard let dot = rest.firstIndex(of: UInt8(ascii: ".")),
