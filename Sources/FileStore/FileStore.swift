@@ -60,7 +60,7 @@ public final class FileStore: Store {
     /// The type of the values.
     public typealias Value = Data
 
-    /// Who may read and write a store's files: ``HanekeProtocols/FolderAccess``, under the name
+    /// Who may read and write a store's files: `FolderAccess` (HanekeProtocols), under the name
     /// this type has always given it.
     public typealias Access = FolderAccess
 
