@@ -38,12 +38,21 @@ let package = Package(
         .target(name: "MemoryStore", dependencies: ["HanekeProtocols"]),
         // System calls Swift cannot reach directly (`openat2` through `syscall`): a header only.
         .systemLibrary(name: "CFileStoreShims"),
+        // What the disk stores share (not a product): descriptor-relative system calls, the store
+        // folder and its marker, the grammar of the names a store makes, and key digests.
         .target(
-            name: "FileStore",
+            name: "StoreFolders",
             dependencies: [
                 "HanekeProtocols",
                 "CFileStoreShims",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "FileStore",
+            dependencies: [
+                "HanekeProtocols",
+                "StoreFolders",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -52,7 +61,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev", "libxxhash-dev"])]),
         .target(
             name: "SQLiteStore",
-            dependencies: ["HanekeProtocols", "FileStore", "CSQLite", "SeededRandom", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HanekeProtocols", "StoreFolders", "CSQLite", "SeededRandom", .product(name: "Logging", package: "swift-log")]
         ),
 
         .systemLibrary(
@@ -191,7 +200,7 @@ let package = Package(
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "CSQLite", "FileStore", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SQLiteStore", "CSQLite", "FileStore", "StoreFolders", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
         .testTarget(

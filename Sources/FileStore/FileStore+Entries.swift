@@ -1,5 +1,6 @@
 public import Foundation
 import HanekeProtocols
+import StoreFolders
 
 extension FileStore {
     /// One entry of a store, as its file's header describes it.

@@ -1,6 +1,7 @@
 import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 
 /// Eviction: which entries leave the index when it is over its limits, and the deletion of their
 /// files outside the index's lock.

@@ -1,5 +1,6 @@
 public import Foundation
 import HanekeProtocols
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 import Synchronization
 
 #if canImport(Glibc)

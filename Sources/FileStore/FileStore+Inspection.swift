@@ -1,6 +1,7 @@
 public import Foundation
 public import HanekeProtocols
 import Logging
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 import Synchronization
 
 /// The recency journal's side of the store: records of reads, writes and removals, their flushes

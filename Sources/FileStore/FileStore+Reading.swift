@@ -1,13 +1,14 @@
-import Foundation
+package import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension FileStore {
-    func readValue(forKey key: String) throws -> Data? {
+    package func blockingValue(forKey key: String) throws -> Data? {
         let digest = KeyDigest(key: key)
         let root = folder.descriptor
         let sizeHint = state.withLock { $0.entries.peekValue(forKey: digest)?.fileSize }

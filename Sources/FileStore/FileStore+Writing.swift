@@ -1,13 +1,14 @@
-import Foundation
+package import Foundation
 import HanekeProtocols
 import Logging
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension FileStore {
-    func writeValue(_ value: Data, forKey key: String) throws {
+    package func blockingSetValue(_ value: Data, forKey key: String) throws {
         let keyLength = key.utf8.count
         guard keyLength <= EntryHeader.maximumKeyLength else {
             counter.recordError()
@@ -141,7 +142,7 @@ extension FileStore {
         return expiry == 0 ? 1 : max(expiry, Int64.min + 1)
     }
 
-    func deleteValue(forKey key: String) throws {
+    package func blockingRemoveValue(forKey key: String) throws {
         let digest = KeyDigest(key: key)
         do {
             try stripe(for: digest).withLock { _ throws in
@@ -165,7 +166,7 @@ extension FileStore {
     /// key is, under its stripe lock for one `fstatat` and one `unlinkat`, so a write waits for
     /// one file's removal at most, never for a listing. A write that lands after its key's file
     /// was removed is kept.
-    func deleteAll() throws {
+    package func blockingRemoveAll() throws {
         journal.discardPending()
         // What the index holds, by shard: entries whose files are already gone are forgotten too.
         var indexed = [[KeyDigest]](repeating: [], count: 256)

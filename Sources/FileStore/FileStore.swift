@@ -1,6 +1,7 @@
 public import Foundation
 public import HanekeProtocols
 public import Logging
+import StoreFolders
 import Synchronization
 
 /// A least-recently-used store of bytes on disk: one self-describing file per key, named by the MD5
@@ -61,16 +62,9 @@ public final class FileStore: Store {
     /// The type of the values.
     public typealias Value = Data
 
-    /// Who may read and write a store's files.
-    public enum Access: Sendable, Hashable {
-        /// Only the user running the process: folders `0700`, files `0600`. The default: cached
-        /// values and their keys (often URLs with tokens) are nobody else's business.
-        case owner
-        /// The user and the folder's group: folders `2770` (new files take the folder's group),
-        /// files `0660`, and a group-writable folder is accepted. For a cache shared by the
-        /// services of one group.
-        case ownerAndGroup
-    }
+    /// Who may read and write a store's files: `FolderAccess` (HanekeProtocols), under the name
+    /// this type has always given it.
+    public typealias Access = FolderAccess
 
     /// The name of the marker file that makes a folder a store's: `.haneke-store`, which starts
     /// with the magic `HNKS` and the folder's format version.
@@ -267,7 +261,7 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` with code `io` when the file exists but cannot be read.
     /// - Performs disk I/O: `openat2`, one `read`, `close` in the common case.
     public func value(forKey key: String) throws -> Data? {
-        try readValue(forKey: key)
+        try blockingValue(forKey: key)
     }
 
     /// Stores `value` for `key`, atomically replacing any previous value, then evicts the least
@@ -279,7 +273,7 @@ public final class FileStore: Store {
     ///   capacity, `invalidKey` for a key over 16 MiB, `io` when the file cannot be written.
     /// - Performs disk I/O: a temporary file, `writev`, `renameat`, and one `unlinkat` per eviction.
     public func setValue(_ value: Data, forKey key: String) throws {
-        try writeValue(value, forKey: key)
+        try blockingSetValue(value, forKey: key)
     }
 
     /// Removes the value for `key`; removing a missing key is a no-op.
@@ -287,7 +281,7 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` with code `io` when the file exists but cannot be removed.
     /// - Performs disk I/O.
     public func removeValue(forKey key: String) throws {
-        try deleteValue(forKey: key)
+        try blockingRemoveValue(forKey: key)
     }
 
     /// Removes every entry. The store stays usable, also while this runs: writes made after it
@@ -297,7 +291,7 @@ public final class FileStore: Store {
     ///   ``isIndexed``).
     public func removeAll() throws {
         waitUntilIndexed()
-        try deleteAll()
+        try blockingRemoveAll()
     }
 
     /// Whether a valid, unexpired value exists for `key`; reads the file's header only and does not
@@ -403,7 +397,7 @@ public final class FileStore: Store {
     /// - Returns: The stored bytes, or `nil`.
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func value(forKey key: String) async throws -> Data? {
-        try await executor.run { try self.readValue(forKey: key) }
+        try await valueOnExecutor(forKey: key)
     }
 
     /// Reads the file for `key` and passes its bytes through `transform`, both in one job of the I/O
@@ -419,7 +413,7 @@ public final class FileStore: Store {
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> Transformed? {
-        try await executor.run { try self.readValue(forKey: key).map(transform) }
+        try await valueOnExecutor(forKey: key, transformedBy: transform)
     }
 
     /// Stores `value` for `key`, writing the file on the I/O executor.
@@ -429,22 +423,21 @@ public final class FileStore: Store {
     /// - Throws: `StoreError` (`valueTooLarge`, `invalidKey`, `io`); `CancellationError` if
     ///   cancelled before it ran.
     public func setValue(_ value: Data, forKey key: String) async throws {
-        try await executor.run { try self.writeValue(value, forKey: key) }
+        try await setValueOnExecutor(value, forKey: key)
     }
 
     /// Removes the value for `key` on the I/O executor.
     /// - Parameter key: The key to remove.
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func removeValue(forKey key: String) async throws {
-        try await executor.run { try self.deleteValue(forKey: key) }
+        try await removeValueOnExecutor(forKey: key)
     }
 
     /// Removes every entry on the I/O executor, once the store is indexed (waiting for the index
     /// blocks no thread; see ``isIndexed``).
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func removeAll() async throws {
-        await waitUntilIndexed()
-        try await executor.run { try self.deleteAll() }
+        try await removeAllOnExecutor()
     }
 
     /// One layer, named ``name``.
@@ -476,8 +469,7 @@ public final class FileStore: Store {
     /// A `StoreError` with code `io` for a failed operation, carrying the system call's error
     /// number (a `StoreError` already made is passed on).
     static func ioError(_ message: String, _ error: any Error) -> StoreError {
-        if let error = error as? StoreError { return error }
-        return StoreError(.io, message, cause: error, posixCode: (error as? POSIX.Failure)?.posixCode)
+        .ioFailure(message, error)
     }
 
     /// Opens the entry file of `digest` (never through a link) and reads it with the one reader.
@@ -549,11 +541,10 @@ public final class FileStore: Store {
     }
 }
 
-extension StoreError.Code {
-    /// A folder exists and holds files, but no store marker: a `FileStore` never adopts or cleans a
-    /// folder that is not its own.
-    public static let notAStore = StoreError.Code("notAStore")
-    /// A folder belongs to another user, or others may write to it: a `FileStore` refuses it, since
-    /// anyone who can write there could plant or replace cached values.
-    public static let unsafeDirectory = StoreError.Code("unsafeDirectory")
+// The async API above is one job of the executor per call, made by `BlockingEngine`.
+extension FileStore: BlockingEngine {
+    /// `removeAll`, sizes and flushes wait for the index first, suspended rather than on a thread.
+    package func waitUntilReady() async {
+        await waitUntilIndexed()
+    }
 }

@@ -262,14 +262,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         get async {
             var total = 0
             for stack in formats.withLock({ Array($0.values) }) {
-                if let disk = await stack.disk?.base {
-                    await disk.waitUntilIndexed()   // its size is known once it has indexed its files
-                    total += disk.totalSize
-                }
-                if let small = await stack.small?.base {
-                    // Its files' sizes are system calls: asked on its executor, off the pool.
-                    total += (try? await small.executor.run { small.totalSize }) ?? 0
-                }
+                // Once each has indexed its files, on its executor: sizes may be system calls.
+                for engine in await stack.openDiskEngines { total += await engine.totalSizeOnExecutor() }
             }
             return total
         }
@@ -307,12 +301,9 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     public func flush() async throws {
         var firstError: (any Error)?
         for stack in formats.withLock({ Array($0.values) }) {
-            if let small = await stack.small?.base {
-                do { try await small.executor.run { try small.flush() } } catch { firstError = firstError ?? error }
+            for engine in await stack.openDiskEngines {
+                do { try await engine.flushOnExecutor() } catch { firstError = firstError ?? error }
             }
-            guard let disk = await stack.disk?.base else { continue }
-            await disk.waitUntilIndexed()
-            do { try await disk.executor.run { try disk.flush() } } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }
     }

@@ -116,5 +116,11 @@ extension StoreError {
         /// Memory could not be allocated for the operation: nothing is known to be wrong with the
         /// stored bytes (a chain treats the read as a miss and keeps the entry).
         public static let outOfMemory = Code("outOfMemory")
+        /// A folder exists and holds files, but no store marker: a disk store never adopts or
+        /// cleans a folder that is not its own.
+        public static let notAStore = Code("notAStore")
+        /// A folder belongs to another user, or others may write to it: a disk store refuses it,
+        /// since anyone who can write there could plant or replace cached values.
+        public static let unsafeDirectory = Code("unsafeDirectory")
     }
 }

@@ -1,4 +1,3 @@
-public import FileStore
 public import HanekeProtocols
 
 extension SQLiteStore {
@@ -24,7 +23,7 @@ extension SQLiteStore {
         /// database.
         public var durableWrites: Bool
         /// Who may read and write the store's files. `.owner` by default: folder `0700`, files `0600`.
-        public var access: FileStore.Access
+        public var access: FolderAccess
         /// The longest a read waits before its use is written to the database (uses are kept in
         /// memory and written in one transaction, never one write per read). `1 second` by default.
         public var recencyFlushInterval: Duration
@@ -65,7 +64,7 @@ extension SQLiteStore {
             timeToLive: Duration? = nil,
             clock: any StoreClock = SystemClock(),
             durableWrites: Bool = false,
-            access: FileStore.Access = .owner,
+            access: FolderAccess = .owner,
             recencyFlushInterval: Duration = .seconds(1),
             exclusiveAccess: Bool = false,
             busyTimeout: Duration = .seconds(5),

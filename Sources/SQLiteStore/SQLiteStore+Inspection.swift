@@ -1,7 +1,7 @@
-public import FileStore
 public import Foundation
-import HanekeProtocols
+public import HanekeProtocols
 import Logging
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc
@@ -94,7 +94,7 @@ extension SQLiteStore {
     ///   it is open (and removes them when it closes, unless another process has the database
     ///   open or this one may not write the folder); a log left by a process that crashed is
     ///   copied into the database, as any store opening it would.
-    public static func inspect(directory: String, access: FileStore.Access = .owner) throws -> Inspection? {
+    public static func inspect(directory: String, access: FolderAccess = .owner) throws -> Inspection? {
         let folder = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         guard let databaseSize = folder.allocatedSize(of: databaseFileName) else { return nil }
         try checkDatabaseFiles(in: folder)
@@ -129,7 +129,7 @@ extension SQLiteStore {
     ///   database is not a Haneke store's (it is left alone); `unsafeDirectory` as `FileStore`
     ///   does; `io` when the files cannot be changed.
     /// - Performs disk I/O: reads every row, and writes one transaction.
-    public static func repair(directory: String, access: FileStore.Access = .owner) throws -> Repair? {
+    public static func repair(directory: String, access: FolderAccess = .owner) throws -> Repair? {
         // Checked as for reading first: opened for a store, an empty folder would be marked one.
         _ = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         let folder = try SharedStoreFolder(path: directory, access: access)
@@ -181,7 +181,7 @@ extension SQLiteStore {
     /// - Throws: `StoreError` with code `corrupted` when the row for `key` is damaged or the
     ///   database cannot be read; `notAStore`, `unsafeDirectory` or `io` as
     ///   ``inspect(directory:access:)`` does.
-    public static func value(forKey key: String, inDirectory directory: String, access: FileStore.Access = .owner, now: Date = Date()) throws -> Data? {
+    public static func value(forKey key: String, inDirectory directory: String, access: FolderAccess = .owner, now: Date = Date()) throws -> Data? {
         let folder = try SharedStoreFolder(path: directory, access: access, inspecting: true)
         guard folder.allocatedSize(of: databaseFileName) != nil else { return nil }
         try checkDatabaseFiles(in: folder)

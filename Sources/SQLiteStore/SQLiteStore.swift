@@ -1,8 +1,8 @@
-import FileStore
 public import Foundation
 public import HanekeProtocols
 public import Logging
 import SeededRandom
+import StoreFolders
 
 /// A disk store for small values: one SQLite database in a store folder, a row per entry.
 ///
@@ -312,7 +312,7 @@ public final class SQLiteStore: Store {
     /// - Returns: The stored bytes, or `nil`.
     /// - Throws: `StoreError` with code `io`; `CancellationError` if cancelled before it ran.
     public func value(forKey key: String) async throws -> Data? {
-        try await executor.run { try self.value(forKey: key) }
+        try await valueOnExecutor(forKey: key)
     }
 
     /// Reads the value for `key` and passes it through `transform`, both in one job of the
@@ -326,7 +326,7 @@ public final class SQLiteStore: Store {
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> Transformed? {
-        try await executor.run { try self.value(forKey: key).map(transform) }
+        try await valueOnExecutor(forKey: key, transformedBy: transform)
     }
 
     /// Stores `value` for `key` on the executor.
@@ -335,20 +335,20 @@ public final class SQLiteStore: Store {
     ///   - key: The key.
     /// - Throws: `StoreError` with code `valueTooLarge` or `io`.
     public func setValue(_ value: Data, forKey key: String) async throws {
-        try await executor.run { try self.setValue(value, forKey: key) }
+        try await setValueOnExecutor(value, forKey: key)
     }
 
     /// Removes the value for `key` on the executor.
     /// - Parameter key: The key.
     /// - Throws: `StoreError` with code `io`.
     public func removeValue(forKey key: String) async throws {
-        try await executor.run { try self.removeValue(forKey: key) }
+        try await removeValueOnExecutor(forKey: key)
     }
 
     /// Removes every value on the executor.
     /// - Throws: `StoreError` with code `io`.
     public func removeAll() async throws {
-        try await executor.run { try self.removeAll() }
+        try await removeAllOnExecutor()
     }
 
     /// This store's counters, as one layer named ``name``.
@@ -574,4 +574,13 @@ extension SQLiteStore {
             lastAccess = Date(timeIntervalSince1970: Double(row.used) / 1_000)
         }
     }
+}
+
+// The async API is one job of the executor per call, made by `BlockingEngine` from the synchronous
+// API.
+extension SQLiteStore: BlockingEngine {
+    package func blockingValue(forKey key: String) throws -> Data? { try value(forKey: key) }
+    package func blockingSetValue(_ value: Data, forKey key: String) throws { try setValue(value, forKey: key) }
+    package func blockingRemoveValue(forKey key: String) throws { try removeValue(forKey: key) }
+    package func blockingRemoveAll() throws { try removeAll() }
 }

@@ -27,9 +27,12 @@ struct Get: ParsableCommand {
 
     func run() throws {
         let folder = try requireStoreFolder(directory)
-        guard let payload = try FileStore.payload(forKey: key, inDirectory: folder)
-            ?? SQLiteStore.value(forKey: key, inDirectory: folder)
-        else {
+        // The first engine that holds the key (a key is in one of them).
+        var found: Data?
+        for engine in diskEngines where found == nil {
+            found = try engine.storedValue(forKey: key, inFolder: folder)
+        }
+        guard let payload = found else {
             throw ToolError.problems("no entry for key \(shown(key, quoted: true)) in \(shown(folder))")
         }
         let value = !raw && LZ4Frame.looksLikeFrame(payload)

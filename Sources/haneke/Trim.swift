@@ -34,31 +34,28 @@ struct Trim: ParsableCommand {
         let progress = progressOptions.line()
         defer { progress.end() }
         progress.show("opening \(shown(folder))…", now: true)
-        let store = try FileStore(directory: folder, configuration: .init(capacity: nil, countLimit: nil), logger: quietLogger)
-        let before = (store.count, store.totalSize + store.metadataSize)
-        let database = try Self.openDatabase(in: folder, size: size.bytes)
-        let databaseBefore = database.map { ($0.count, $0.totalSize, $0.usedSize) }
-        // The target split in proportion to the sizes now, each by the measure its trim uses.
-        let databaseShare = databaseBefore.map { before.1 + $0.2 == 0 ? 0 : Int(Double(size.bytes) * Double($0.2) / Double(before.1 + $0.2)) } ?? 0
-        progress.show("evicting from \(before.0) entries to fit in \(ByteSize.format(size.bytes - databaseShare))…", now: true)
-        try store.trim(toSize: size.bytes - databaseShare)
-        try store.flush()
-        if let database, let databaseBefore {
-            progress.show("evicting from \(databaseBefore.0) entries of the database to fit in \(ByteSize.format(databaseShare))…", now: true)
-            try database.trim(toSize: databaseShare)
-            try database.flush()
+        let stores = try diskEngines.compactMap { try $0.openForTrimming(inFolder: folder, size: size.bytes, logger: quietLogger) }
+        let before = stores.map { (count: $0.count, allocated: $0.allocatedSize, trimmed: $0.trimmedSize) }
+        // The target split in proportion to the sizes now, each by the measure its trim uses; the
+        // first store (the folder's files) takes what the others leave.
+        let measured = before.reduce(0) { $0 + $1.trimmed }
+        var shares = before.map { measured == 0 ? 0 : Int(Double(size.bytes) * Double($0.trimmed) / Double(measured)) }
+        if !shares.isEmpty { shares[0] = size.bytes - shares.dropFirst().reduce(0, +) }
+        for (index, store) in stores.enumerated() {
+            let part = Self.partName(of: store).map { " of \($0)" } ?? ""
+            progress.show("evicting from \(before[index].count) entries\(part) to fit in \(ByteSize.format(shares[index]))…", now: true)
+            try store.trim(toSize: shares[index])
+            try store.flush()
         }
         progress.end()
-        print("\(before.0) entries, \(ByteSize.format(before.1)) on disk → \(store.count) entries, \(ByteSize.format(store.totalSize + store.metadataSize))")
-        if let database, let databaseBefore {
-            print("the database: \(databaseBefore.0) entries, \(ByteSize.format(databaseBefore.1)) on disk → \(database.count) entries, \(ByteSize.format(database.totalSize))")
+        for (index, store) in stores.enumerated() {
+            let part = Self.partName(of: store).map { "\($0): " } ?? ""
+            print("\(part)\(before[index].count) entries, \(ByteSize.format(before[index].allocated)) on disk → \(store.count) entries, \(ByteSize.format(store.allocatedSize))")
         }
     }
 
-    /// The folder's database as a store with capacity `size` (never evicting by itself: it is only
-    /// trimmed), or `nil` when the folder has none.
-    static func openDatabase(in folder: String, size: Int) throws -> SQLiteStore? {
-        guard FileManager.default.fileExists(atPath: folder + "/" + SQLiteStore.databaseFileName) else { return nil }
-        return try SQLiteStore(directory: folder, configuration: .init(capacity: max(size, 1)), logger: quietLogger)
+    /// How the output names a store's part of the folder (see `DiskEngine.partName`).
+    static func partName(of store: any DiskEngine) -> String? {
+        type(of: store).partName
     }
 }

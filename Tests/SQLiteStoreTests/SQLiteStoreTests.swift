@@ -3,6 +3,7 @@ import FileStore
 import Foundation
 import HanekeProtocols
 import HanekeTesting
+import StoreFolders
 @testable import SQLiteStore
 import Testing
 import TestSupport

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import StoreFolders
 
 /// The one reader of entry files: every path that looks into one — a read, `containsValue`, the
 /// entries' list, a peek, `inspect`, `verify`, `haneke get` and the fuzzer — goes through

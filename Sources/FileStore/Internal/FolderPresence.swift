@@ -1,3 +1,5 @@
+import StoreFolders
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import HanekeProtocols
+import StoreFolders
 import Synchronization
 
 #if canImport(Glibc)

@@ -26,6 +26,16 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     /// The format's layers.
     var store: AnyStore<String, Value> { path.base }
 
+    /// The format's disk layers that are open: the database of small values first, then the files.
+    var openDiskEngines: [any DiskEngine] {
+        get async {
+            var engines: [any DiskEngine] = []
+            if let small = await small?.base { engines.append(small) }
+            if let disk = await disk?.base { engines.append(disk) }
+            return engines
+        }
+    }
+
     init(format: Format<Value>, store: AnyStore<String, Value>, logger: Logger, fetcherCounter: StatisticsCounter) {
         self.format = format
         let name = format.name

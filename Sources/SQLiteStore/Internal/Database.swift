@@ -1,7 +1,7 @@
 import CSQLite
-import FileStore
 import Foundation
 import HanekeProtocols
+import StoreFolders
 
 /// One connection to a store's database: the only code that touches SQLite's C API.
 ///

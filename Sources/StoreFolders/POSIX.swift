@@ -2,10 +2,10 @@ internal import CFileStoreShims
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
-/// Thin wrappers over the system calls FileStore makes. Below the store's folder every call is
+/// Thin wrappers over the system calls the disk stores make. Below the store's folder every call is
 /// relative to a directory descriptor and never follows a symbolic link (`openat` with
 /// `O_NOFOLLOW`, `fstatat` with `AT_SYMLINK_NOFOLLOW`, `unlinkat`, `renameat`, `mkdirat`), so a
 /// link planted anywhere inside the folder, or swapped in while the store works, cannot lead a
@@ -13,17 +13,23 @@ import Glibc
 ///
 /// Foundation's file APIs are avoided on purpose: every Foundation write calls `fsync`,
 /// `replaceItemAt` is broken on Linux, and attribute lookups cost 9–25× a `stat`.
-enum POSIX {
+package enum POSIX {
     /// A failed system call: the call, the path it was about (for messages), and `errno`.
-    struct Failure: Error, CustomStringConvertible, Sendable {
-        var call: String
-        var path: String
-        var code: Int32
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package var call: String
+        package var path: String
+        package var code: Int32
+
+        package init(call: String, path: String, code: Int32) {
+            self.call = call
+            self.path = path
+            self.code = code
+        }
 
         /// The error number as a typed code.
-        var posixCode: POSIXErrorCode? { POSIXErrorCode(rawValue: code) }
+        package var posixCode: POSIXErrorCode? { POSIXErrorCode(rawValue: code) }
 
-        var description: String {
+        package var description: String {
             let name = posixCode.map { " \($0)" } ?? ""
             return "\(call)(\(path)) failed: \(String(cString: strerror(code))) (errno \(code)\(name))"
         }
@@ -31,10 +37,10 @@ enum POSIX {
         var isNotFound: Bool { code == ENOENT || code == ENOTDIR }
 
         /// The path is not a regular file (a folder, a FIFO, a device) where one was expected.
-        var isNotARegularFile: Bool { code == EISDIR || code == ESPIPE || code == EINVAL || code == ENXIO }
+        package var isNotARegularFile: Bool { code == EISDIR || code == ESPIPE || code == EINVAL || code == ENXIO }
     }
 
-    static func fail(_ call: String, _ path: String, code: Int32 = errno) -> Failure {
+    package static func fail(_ call: String, _ path: String, code: Int32 = errno) -> Failure {
         Failure(call: call, path: path, code: code)
     }
 
@@ -42,7 +48,7 @@ enum POSIX {
 
     /// Opens the folder at `path` (the store's own folder: links in the path the caller gave are
     /// followed, as for any path a user passes), for use as the base of the `*at` calls.
-    static func openFolder(atPath path: String) throws(Failure) -> Int32 {
+    package static func openFolder(atPath path: String) throws(Failure) -> Int32 {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw fail("open", path) }
         return fd
@@ -51,7 +57,7 @@ enum POSIX {
     /// Opens the folder `name` inside `directory`, never following a link: a link (or a file) where
     /// the folder should be fails with `ENOTDIR`. `forListing` opens it for `readdir`; otherwise
     /// the descriptor (`O_PATH`) only serves as the base of `*at` calls, which is cheaper.
-    static func openFolder(_ name: UnsafePointer<CChar>, in directory: Int32, forListing: Bool = false, path: @autoclosure () -> String) throws(Failure) -> Int32? {
+    package static func openFolder(_ name: UnsafePointer<CChar>, in directory: Int32, forListing: Bool = false, path: @autoclosure () -> String) throws(Failure) -> Int32? {
         let flags = (forListing ? O_RDONLY : haneke_o_path()) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         let fd = retryingOnInterrupt { openat(directory, name, flags) }
         if fd >= 0 { return fd }
@@ -60,7 +66,7 @@ enum POSIX {
     }
 
     /// Creates the folder `name` inside `directory`; `false` when something already has that name.
-    static func makeFolder(_ name: UnsafePointer<CChar>, in directory: Int32, mode: mode_t, path: @autoclosure () -> String) throws(Failure) -> Bool {
+    package static func makeFolder(_ name: UnsafePointer<CChar>, in directory: Int32, mode: Glibc.mode_t, path: @autoclosure () -> String) throws(Failure) -> Bool {
         if mkdirat(directory, name, mode) == 0 { return true }
         if errno == EEXIST { return false }
         throw fail("mkdirat", path())
@@ -68,7 +74,7 @@ enum POSIX {
 
     /// Creates the folder at `path` and any missing parents (with `mode`); an existing folder is fine.
     /// For the store's own folder and its parents, which the caller named.
-    static func makeFolders(atPath path: String, mode: mode_t) throws(Failure) {
+    static func makeFolders(atPath path: String, mode: Glibc.mode_t) throws(Failure) {
         if mkdir(path, mode) == 0 || errno == EEXIST { return }
         let failure = fail("mkdir", path)
         guard failure.code == ENOENT else { throw failure }
@@ -89,7 +95,7 @@ enum POSIX {
     /// Removes the folder `name` inside `directory` if it is empty (`rmdir`: never recursive, so it
     /// cannot be led anywhere); `false` when it is not empty or not there.
     @discardableResult
-    static func removeEmptyFolder(_ name: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) -> Bool {
+    package static func removeEmptyFolder(_ name: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) -> Bool {
         if unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
         switch errno {
         case ENOENT, ENOTEMPTY, EEXIST: return false
@@ -100,7 +106,7 @@ enum POSIX {
     /// Calls `body` with the name of each entry of the folder open as `directory` (not `.` and
     /// `..`), as the bytes the file system holds, followed in memory by the `NUL` that `readdir`
     /// wrote (``cString(_:)``). The listing uses a descriptor of its own.
-    static func forEachName(in directory: Int32, path: @autoclosure () -> String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) throws(Failure) {
+    package static func forEachName(in directory: Int32, path: @autoclosure () -> String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) throws(Failure) {
         let fd = retryingOnInterrupt { openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw fail("openat", path()) }
         guard let stream = fdopendir(fd) else {
@@ -124,14 +130,14 @@ enum POSIX {
     }
 
     /// A name from ``forEachName(in:path:_:)`` as a C string, for the `*at` calls.
-    static func cString(_ name: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
+    package static func cString(_ name: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
         UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self)
     }
 
     // MARK: - Files
 
     /// What opening an entry's path found.
-    enum Opened {
+    package enum Opened {
         case file(Int32)
         case missing
         /// A symbolic link at the entry's name or its shard's: never followed.
@@ -145,7 +151,7 @@ enum POSIX {
     /// link in either component and without blocking (a FIFO planted at an entry's path must not
     /// hang a read: it opens, and reading it fails). One `openat2` with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` where the
     /// kernel has it; otherwise the shard folder, then the file, each with `O_NOFOLLOW`.
-    static func openEntry(in root: Int32, _ digest: KeyDigest, path: @autoclosure () -> String) throws(Failure) -> Opened {
+    package static func openEntry(in root: Int32, _ digest: KeyDigest, path: @autoclosure () -> String) throws(Failure) -> Opened {
         let flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
         if hasOpenat2.load(ordering: .relaxed) {
             while true {
@@ -181,7 +187,7 @@ enum POSIX {
 
     /// Opens the file `name` inside `directory` with `flags` (to which `O_NOFOLLOW | O_CLOEXEC`
     /// are added); `nil` when it does not exist.
-    static func openFile(_ name: UnsafePointer<CChar>, in directory: Int32, flags: Int32, mode: mode_t = 0, path: @autoclosure () -> String) throws(Failure) -> Int32? {
+    package static func openFile(_ name: UnsafePointer<CChar>, in directory: Int32, flags: Int32, mode: Glibc.mode_t = 0, path: @autoclosure () -> String) throws(Failure) -> Int32? {
         let fd = retryingOnInterrupt { openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
         if fd >= 0 { return fd }
         if errno == ENOENT { return nil }
@@ -189,7 +195,7 @@ enum POSIX {
     }
 
     /// Creates the file `name` inside `directory`, which must not exist, for writing.
-    static func createExclusively(_ name: UnsafePointer<CChar>, in directory: Int32, mode: mode_t, path: @autoclosure () -> String) throws(Failure) -> Int32 {
+    static func createExclusively(_ name: UnsafePointer<CChar>, in directory: Int32, mode: Glibc.mode_t, path: @autoclosure () -> String) throws(Failure) -> Int32 {
         let fd = retryingOnInterrupt { openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw fail("openat", path()) }
         return fd
@@ -197,7 +203,7 @@ enum POSIX {
 
     /// Reads up to `count` bytes into `buffer` at `offset` in the file, stopping early only at the end
     /// of the file; returns the number read.
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int, path: @autoclosure () -> String) throws(Failure) -> Int {
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int, path: @autoclosure () -> String) throws(Failure) -> Int {
         var done = 0
         while done < count {
             let n = pread(fd, buffer + done, count - done, off_t(offset + done))
@@ -223,7 +229,7 @@ enum POSIX {
     }
 
     /// Writes every byte of `first` then `second`.
-    static func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws(Failure) {
+    package static func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws(Failure) {
         var vectors = [
             iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
             iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count),
@@ -253,7 +259,7 @@ enum POSIX {
 
     /// Appends every byte of `bytes` (the file must be open with `O_APPEND`). If only part could be
     /// written (a full disk), the file is cut back to its old length, so it never ends in half a record.
-    static func append(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws(Failure) {
+    package static func append(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws(Failure) {
         let before = lseek(fd, 0, SEEK_END)
         do {
             try writeAll(fd, bytes, UnsafeRawBufferPointer(start: nil, count: 0), path: path())
@@ -264,26 +270,26 @@ enum POSIX {
     }
 
     /// Appends every byte of `bytes` (see ``append(_:_:path:)-(_,UnsafeRawBufferPointer,_)``).
-    static func append(_ fd: Int32, _ bytes: [UInt8], path: @autoclosure () -> String) throws(Failure) {
+    package static func append(_ fd: Int32, _ bytes: [UInt8], path: @autoclosure () -> String) throws(Failure) {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(Failure) in try append(fd, buffer, path: path()) }
         }
         try result.get()
     }
 
-    static func synchronize(_ fd: Int32, path: @autoclosure () -> String) throws(Failure) {
+    package static func synchronize(_ fd: Int32, path: @autoclosure () -> String) throws(Failure) {
         guard retryingOnInterrupt({ fsync(fd) }) == 0 else { throw fail("fsync", path()) }
     }
 
     /// Closes `fd`. Closing a descriptor twice is a bug that can close another thread's file (its
     /// number is reused at once): debug builds stop at the `EBADF` that reveals it.
-    static func close(_ fd: Int32) {
+    package static func close(_ fd: Int32) {
         let closed = Glibc.close(fd)
         assert(closed == 0 || errno != EBADF, "closed descriptor \(fd), which was not open: a descriptor closed twice")
     }
 
     /// What `fstat` says of an open file.
-    static func status(of fd: Int32, path: @autoclosure () -> String) throws(Failure) -> FileStatus {
+    package static func status(of fd: Int32, path: @autoclosure () -> String) throws(Failure) -> FileStatus {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fail("fstat", path()) }
         return FileStatus(info)
@@ -291,7 +297,7 @@ enum POSIX {
 
     /// What `stat` says of `path`, following links (for `/proc/self/fd/<n>`, the file held open);
     /// `nil` when it cannot be examined.
-    static func status(followingLinksOf path: String) -> FileStatus? {
+    package static func status(followingLinksOf path: String) -> FileStatus? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileStatus(info)
@@ -299,7 +305,7 @@ enum POSIX {
 
     /// What `fstatat` says of `name` inside `directory`, not following a link; `nil` when there is
     /// nothing (or it cannot be examined).
-    static func status(of name: UnsafePointer<CChar>, in directory: Int32) -> FileStatus? {
+    package static func status(of name: UnsafePointer<CChar>, in directory: Int32) -> FileStatus? {
         var info = stat()
         guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return FileStatus(info)
@@ -309,14 +315,14 @@ enum POSIX {
 
     /// Renames `from` to `to`, both inside `directory`, atomically replacing what `to` named (a
     /// link at `to` is replaced, never followed).
-    static func rename(_ from: UnsafePointer<CChar>, to: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) {
+    package static func rename(_ from: UnsafePointer<CChar>, to: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) {
         guard renameat(directory, from, directory, to) == 0 else { throw fail("renameat", path()) }
     }
 
     /// Removes `name` inside `directory` (a file, or a link itself, never what it points to);
     /// `false` when it did not exist.
     @discardableResult
-    static func unlink(_ name: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) -> Bool {
+    package static func unlink(_ name: UnsafePointer<CChar>, in directory: Int32, path: @autoclosure () -> String) throws(Failure) -> Bool {
         if unlinkat(directory, name, 0) == 0 { return true }
         if errno == ENOENT { return false }
         throw fail("unlinkat", path())
@@ -326,11 +332,11 @@ enum POSIX {
 
     /// Whether a process with this id exists (used to tell a live writer's temporary file from a
     /// crashed one's).
-    static func processExists(_ pid: Int32) -> Bool {
+    package static func processExists(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno == EPERM
     }
 
-    static var processID: Int32 { getpid() }
+    package static var processID: Int32 { getpid() }
 
     static var effectiveUserID: UInt32 { geteuid() }
 
@@ -343,34 +349,34 @@ enum POSIX {
 }
 
 /// A file's identity: the same inode on the same device is the same file, whatever its name.
-struct FileIdentity: Hashable, Sendable {
-    var device: UInt64
-    var inode: UInt64
+package struct FileIdentity: Hashable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
 }
 
-/// What `stat` says of a file, in the units FileStore uses.
-struct FileStatus: Sendable {
-    enum Kind: Sendable {
+/// What `stat` says of a file, in the units the disk stores use.
+package struct FileStatus: Sendable {
+    package enum Kind: Sendable {
         case file, folder, symbolicLink, other
     }
 
-    var kind: Kind
+    package var kind: Kind
     /// The length in bytes.
-    var size: Int
+    package var size: Int
     /// The bytes allocated on disk (`st_blocks × 512`, what `du` counts).
-    var allocated: Int
+    package var allocated: Int
     /// Modification time, milliseconds since 1970.
-    var modified: Int64
+    package var modified: Int64
     /// The number of names the file has; 0 once it has been removed.
-    var links: Int
-    var owner: UInt32
+    package var links: Int
+    package var owner: UInt32
     /// The permission bits (including set-group-ID and sticky).
     var permissions: UInt32
     /// The file system's preferred block size for this file (`st_blksize`).
-    var blockSize: Int
-    var identity: FileIdentity
+    package var blockSize: Int
+    package var identity: FileIdentity
 
-    init(_ info: stat) {
+    package init(_ info: Glibc.stat) {
         switch info.st_mode & S_IFMT {
         case S_IFREG: kind = .file
         case S_IFDIR: kind = .folder
@@ -387,6 +393,6 @@ struct FileStatus: Sendable {
         identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
-    var isFile: Bool { kind == .file }
-    var isFolder: Bool { kind == .folder }
+    package var isFile: Bool { kind == .file }
+    package var isFolder: Bool { kind == .folder }
 }

@@ -18,7 +18,7 @@ package struct SharedStoreFolder: Sendable {
     ///   - inspecting: Whether it is opened for reading only, by anyone (`haneke inspect`), rather
     ///     than for a store of this user.
     /// - Throws: `StoreError` with code `notAStore`, `unsafeDirectory` or `io`, as `FileStore` does.
-    package init(path: String, access: FileStore.Access, inspecting: Bool = false) throws(StoreError) {
+    package init(path: String, access: FolderAccess, inspecting: Bool = false) throws(StoreError) {
         folder = try StoreFolder(path: path, access: access, purpose: inspecting ? .inspection : .store)
     }
 

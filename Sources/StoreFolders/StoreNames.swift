@@ -12,8 +12,8 @@ import Synchronization
 /// | `<H0H1>` | the folder | a shard folder: the first two upper-case hex digits of a key's MD5 |
 /// | `<H0…H31>` | shard `<H0H1>` | an entry file: the key's whole MD5, upper-case hex |
 package enum StoreNames {
-    static let marker = ".haneke-store"
-    static let journal = ".haneke-journal"
+    package static let marker = ".haneke-store"
+    package static let journal = ".haneke-journal"
     /// `SQLiteStore`'s database; SQLite adds `-wal` and `-shm` for its log and the log's index, and
     /// `-journal` for the rollback journal of the transaction that creates the database (before
     /// it is in write-ahead mode).
@@ -25,7 +25,7 @@ package enum StoreNames {
     private static let temporaryCounter = Atomic<UInt64>(0)
 
     /// What a name is, in the folder or in a shard.
-    enum Kind: Equatable {
+    package enum Kind: Equatable {
         case marker
         case journal
         /// `SQLiteStore`'s database or one of its companion files.
@@ -39,7 +39,7 @@ package enum StoreNames {
 
     /// A new temporary name, unique on this machine: the process id and a counter shared by every
     /// store in the process (so two stores on one folder never collide).
-    static func temporary() -> String {
+    package static func temporary() -> String {
         ".haneke-tmp.\(POSIX.processID).\(temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
     }
 
@@ -54,20 +54,20 @@ package enum StoreNames {
     }
 
     /// What `name` is inside the shard folder `shard`.
-    static func classifyInShard(_ name: UnsafeBufferPointer<UInt8>, shard: UInt8) -> Kind {
+    package static func classifyInShard(_ name: UnsafeBufferPointer<UInt8>, shard: UInt8) -> Kind {
         if name.count == 32, let digest = KeyDigest(hex: name), digest.firstByte == shard { return .entry(digest) }
         if let writer = temporaryWriter(name) { return .temporary(writer: writer) }
         return .foreign
     }
 
     /// The shard a folder name stands for: exactly two upper-case hex digits.
-    static func shard(_ name: UnsafeBufferPointer<UInt8>) -> UInt8? {
+    package static func shard(_ name: UnsafeBufferPointer<UInt8>) -> UInt8? {
         guard name.count == 2, let high = hexValue(name[0]), let low = hexValue(name[1]) else { return nil }
         return high << 4 | low
     }
 
     /// The name of a shard's folder.
-    static func shardName(_ shard: UInt8) -> String {
+    package static func shardName(_ shard: UInt8) -> String {
         let digits = Array("0123456789ABCDEF".utf8)
         return String(decoding: [digits[Int(shard >> 4)], digits[Int(shard & 0x0F)]], as: UTF8.self)
     }
@@ -108,19 +108,19 @@ package enum StoreNames {
 
 /// A name inside a folder, as the bytes the file system holds: not always valid UTF-8, so it is
 /// kept as bytes to act on it, and escaped to show it.
-struct FileName: Hashable, Sendable, CustomStringConvertible {
-    var bytes: [UInt8]
+package struct FileName: Hashable, Sendable, CustomStringConvertible {
+    package var bytes: [UInt8]
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = Array(bytes)
     }
 
-    init(_ string: String) {
+    package init(_ string: String) {
         self.bytes = Array(string.utf8)
     }
 
     /// Calls `body` with the name as a C string.
-    func withCString<T, Failure: Error>(_ body: (UnsafePointer<CChar>) throws(Failure) -> T) throws(Failure) -> T {
+    package func withCString<T, Failure: Error>(_ body: (UnsafePointer<CChar>) throws(Failure) -> T) throws(Failure) -> T {
         let terminated = bytes.map { CChar(bitPattern: $0) } + [0]
         let result = terminated.withUnsafeBufferPointer { buffer in
             Result { () throws(Failure) -> T in try body(buffer.baseAddress!) }
@@ -130,7 +130,7 @@ struct FileName: Hashable, Sendable, CustomStringConvertible {
 
     /// The name as text: valid UTF-8 as it is, except that control characters and backslashes are
     /// escaped; other bytes as `\xFF`.
-    var description: String {
+    package var description: String {
         var text = ""
         var index = 0
         while index < bytes.count {

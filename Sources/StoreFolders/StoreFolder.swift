@@ -1,8 +1,8 @@
-import HanekeProtocols
+package import HanekeProtocols
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
 /// A store's folder, held open: every file operation below it goes through this descriptor (and
@@ -12,10 +12,10 @@ import Glibc
 /// The folder is the store's only if it says so: a marker file `.haneke-store` (magic `HNKS` and
 /// a format version) is written when a store creates the folder or finds it empty, and an existing
 /// folder without one is refused. A store's folder must belong to the user running the process
-/// and must not be writable by others (by the group only with ``FileStore/Access/ownerAndGroup``).
-final class StoreFolder: Sendable {
+/// and must not be writable by others (by the group only with `FolderAccess.ownerAndGroup`).
+package final class StoreFolder: Sendable {
     /// What the folder is opened for.
-    enum Purpose: Equatable {
+    package enum Purpose: Equatable {
         /// A store: created when missing (with its parents), adopted when empty, ownership checked.
         case store
         /// Reading only (`haneke inspect`, `get`, `stats`, `verify`): must exist and be a store's;
@@ -35,8 +35,8 @@ final class StoreFolder: Sendable {
 
     """.utf8)
 
-    let path: String
-    let access: FileStore.Access
+    package let path: String
+    package let access: FolderAccess
     private let current: Atomic<Int32>
     private let reopenings = Atomic<Int>(0)
     /// Descriptors of folders that were deleted behind the store's back, replaced by a new folder:
@@ -50,7 +50,7 @@ final class StoreFolder: Sendable {
     /// - Throws: `StoreError` with code `notAStore` for a folder that is not a store's,
     ///   `unsafeDirectory` for one that belongs to another user or others may write, `io` when it
     ///   cannot be created or opened.
-    init(path: String, access: FileStore.Access, purpose: Purpose) throws(StoreError) {
+    package init(path: String, access: FolderAccess, purpose: Purpose) throws(StoreError) {
         self.path = path
         self.access = access
         self.current = Atomic(try Self.open(path, access: access, purpose: purpose))
@@ -62,16 +62,16 @@ final class StoreFolder: Sendable {
     }
 
     /// The folder's descriptor, the base of every `*at` call.
-    var descriptor: Int32 { current.load(ordering: .acquiring) }
+    package var descriptor: Int32 { current.load(ordering: .acquiring) }
 
     /// How many times the folder was opened again after being deleted behind the store's back.
-    var generation: Int { reopenings.load(ordering: .acquiring) }
+    package var generation: Int { reopenings.load(ordering: .acquiring) }
 
-    func path(of name: String) -> String { path + "/" + name }
+    package func path(of name: String) -> String { path + "/" + name }
 
     // MARK: - Opening
 
-    private static func open(_ path: String, access: FileStore.Access, purpose: Purpose) throws(StoreError) -> Int32 {
+    private static func open(_ path: String, access: FolderAccess, purpose: Purpose) throws(StoreError) -> Int32 {
         var created = false
         if purpose == .store {
             do {
@@ -79,7 +79,7 @@ final class StoreFolder: Sendable {
                 created = mkdir(path, access.folderMode) == 0
                 if !created, errno != EEXIST { throw POSIX.fail("mkdir", path) }
             } catch {
-                throw FileStore.ioError("Could not create the store folder \(path)", error)
+                throw StoreError.ioFailure("Could not create the store folder \(path)", error)
             }
         }
         let descriptor: Int32
@@ -87,9 +87,9 @@ final class StoreFolder: Sendable {
             descriptor = try POSIX.openFolder(atPath: path)
         } catch {
             switch error.code {
-            case ENOENT: throw FileStore.ioError("There is no folder at \(path)", error)
-            case ENOTDIR: throw FileStore.ioError("\(path) is not a folder", error)
-            default: throw FileStore.ioError("Could not open the folder \(path)", error)
+            case ENOENT: throw StoreError.ioFailure("There is no folder at \(path)", error)
+            case ENOTDIR: throw StoreError.ioFailure("\(path) is not a folder", error)
+            default: throw StoreError.ioFailure("Could not open the folder \(path)", error)
             }
         }
         do {
@@ -103,13 +103,13 @@ final class StoreFolder: Sendable {
             throw error
         } catch {
             POSIX.close(descriptor)
-            throw FileStore.ioError("Could not examine the folder \(path)", error)
+            throw StoreError.ioFailure("Could not examine the folder \(path)", error)
         }
     }
 
     /// Refuses a folder that another user owns, or that others may write to (anyone who can write
     /// there could plant a value or replace a file).
-    private static func checkOwnership(_ status: FileStatus, path: String, access: FileStore.Access) throws(StoreError) {
+    private static func checkOwnership(_ status: FileStatus, path: String, access: FolderAccess) throws(StoreError) {
         let user = POSIX.effectiveUserID
         guard status.owner == user else {
             throw StoreError(
@@ -130,7 +130,7 @@ final class StoreFolder: Sendable {
     private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues] + StoreNames.smallValuesCompanions)
 
     /// Checks the marker; writes one into an empty folder that a store opens.
-    private static func verifyMarker(in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose, attempt: Int = 0) throws {
+    private static func verifyMarker(in folder: Int32, path: String, access: FolderAccess, purpose: Purpose, attempt: Int = 0) throws {
         let markerPath = path + "/" + StoreNames.marker
         let marker: Int32?
         do {
@@ -173,7 +173,7 @@ final class StoreFolder: Sendable {
     }
 
     /// Checks a marker's bytes: the magic and a version this code reads.
-    private static func checkMarker(_ bytes: [UInt8], in folder: Int32, path: String, access: FileStore.Access, purpose: Purpose) throws {
+    private static func checkMarker(_ bytes: [UInt8], in folder: Int32, path: String, access: FolderAccess, purpose: Purpose) throws {
         let markerPath = path + "/" + StoreNames.marker
         if bytes.isEmpty, purpose == .store {
             let (count, names) = try namesInFolder(folder, path: path)
@@ -193,7 +193,7 @@ final class StoreFolder: Sendable {
         }
     }
 
-    private static func writeMarker(in folder: Int32, path: String, access: FileStore.Access, replacing: Bool) throws {
+    private static func writeMarker(in folder: Int32, path: String, access: FolderAccess, replacing: Bool) throws {
         let markerPath = path + "/" + StoreNames.marker
         let descriptor: Int32
         if replacing {
@@ -235,7 +235,7 @@ final class StoreFolder: Sendable {
     /// is still there.
     /// - Throws: `StoreError` when the folder cannot be made again, or someone else made one there
     ///   that is not a store's.
-    func reopenIfDeleted(_ failed: Int32) throws(StoreError) -> Bool {
+    package func reopenIfDeleted(_ failed: Int32) throws(StoreError) -> Bool {
         if descriptor != failed { return true }
         guard let status = try? POSIX.status(of: failed, path: path), status.links == 0 else { return false }
         let fresh = try Self.open(path, access: access, purpose: .store)
@@ -258,7 +258,7 @@ final class StoreFolder: Sendable {
     /// set. `nil` when there is no such folder and it is not created — also when a link or a file
     /// has its name (nothing of the store's can be there); creating it then fails with `ENOTDIR`.
     /// Creating it opens the store's folder again if that was deleted.
-    func openShard(_ shard: String, create: Bool) throws -> Int32? {
+    package func openShard(_ shard: String, create: Bool) throws -> Int32? {
         for _ in 0..<3 {
             let root = descriptor
             let opened: Int32?
@@ -289,14 +289,14 @@ final class StoreFolder: Sendable {
 
     /// Runs `body` with the shard folder's descriptor (see ``openShard(_:create:)``); `nil` when
     /// the shard does not exist and `create` is not set.
-    func withShard<T>(_ shard: String, create: Bool, _ body: (Int32) throws -> T) throws -> T? {
+    package func withShard<T>(_ shard: String, create: Bool, _ body: (Int32) throws -> T) throws -> T? {
         guard let descriptor = try openShard(shard, create: create) else { return nil }
         defer { POSIX.close(descriptor) }
         return try body(descriptor)
     }
 
     /// Creates a new file `name` in `directory` with the store's file mode.
-    func createFile(_ name: String, in directory: Int32, path: @autoclosure () -> String) throws(POSIX.Failure) -> Int32 {
+    package func createFile(_ name: String, in directory: Int32, path: @autoclosure () -> String) throws(POSIX.Failure) -> Int32 {
         let descriptor = try POSIX.createExclusively(name, in: directory, mode: access.fileMode, path: path())
         if access == .ownerAndGroup { _ = fchmod(descriptor, access.fileMode) }
         return descriptor
@@ -305,13 +305,18 @@ final class StoreFolder: Sendable {
     // MARK: - Walking
 
     /// Where something is in the folder: at its top, or in a shard folder.
-    struct Location: Hashable, Sendable {
-        var shard: UInt8?
-        var name: FileName
+    package struct Location: Hashable, Sendable {
+        package var shard: UInt8?
+        package var name: FileName
+
+        package init(shard: UInt8?, name: FileName) {
+            self.shard = shard
+            self.name = name
+        }
     }
 
     /// One thing the walk found.
-    enum Item {
+    package enum Item {
         case marker(FileStatus)
         case journal(FileStatus)
         /// `SQLiteStore`'s database or one of its companion files: not the `FileStore`'s to count or
@@ -334,7 +339,7 @@ final class StoreFolder: Sendable {
     /// descriptor of the folder it is in (for `unlinkat`). The one walk that opening a store,
     /// `inspect`, `verify` and `repair` share: they cannot disagree on what is the store's.
     /// - Performs disk I/O: one `fstatat` per name.
-    func walk(_ visit: (Item, _ directory: Int32) -> Void) throws(POSIX.Failure) {
+    package func walk(_ visit: (Item, _ directory: Int32) -> Void) throws(POSIX.Failure) {
         let root = descriptor
         var shards: [UInt8] = []
         try POSIX.forEachName(in: root, path: path) { name in
@@ -389,7 +394,7 @@ final class StoreFolder: Sendable {
     }
 }
 
-extension FileStore.Access {
+extension FolderAccess {
     /// The mode of the folders a store makes.
     var folderMode: mode_t {
         switch self {
@@ -399,7 +404,7 @@ extension FileStore.Access {
     }
 
     /// The mode of the files a store makes.
-    var fileMode: mode_t {
+    package var fileMode: mode_t {
         switch self {
         case .owner: 0o600
         case .ownerAndGroup: 0o660

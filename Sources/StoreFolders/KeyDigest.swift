@@ -4,19 +4,19 @@ import Crypto
 ///
 /// MD5 is used as a name, not for security: the file's header holds the original key and every read
 /// compares it, so a collision, however unlikely, is a miss and never a wrong value.
-struct KeyDigest: Hashable, Sendable {
+package struct KeyDigest: Hashable, Sendable {
     /// The first eight bytes, big-endian.
-    var high: UInt64
+    package var high: UInt64
     /// The last eight bytes, big-endian.
-    var low: UInt64
+    package var low: UInt64
 
-    init(high: UInt64, low: UInt64) {
+    package init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
     /// The MD5 of `key.utf8`, hashed in place (no `Data` is built: about 1.5× faster).
-    init(key: String) {
+    package init(key: String) {
         var md5 = Insecure.MD5()
         var key = key
         key.withUTF8 { md5.update(bufferPointer: UnsafeRawBufferPointer($0)) }
@@ -49,7 +49,7 @@ struct KeyDigest: Hashable, Sendable {
     }
 
     /// The 32 upper-case hexadecimal digits.
-    var hex: String {
+    package var hex: String {
         String(unsafeUninitializedCapacity: 32) { buffer in
             Self.writeHex(high, into: buffer, at: 0)
             Self.writeHex(low, into: buffer, at: 16)
@@ -58,7 +58,7 @@ struct KeyDigest: Hashable, Sendable {
     }
 
     /// `<directory>/<shard>/<hex>`, built in one allocation (this is on every read and write).
-    func path(in directory: String) -> String {
+    package func path(in directory: String) -> String {
         var directory = directory
         return directory.withUTF8 { prefix in
             String(unsafeUninitializedCapacity: prefix.count + 36) { buffer in
@@ -91,7 +91,7 @@ struct KeyDigest: Hashable, Sendable {
     }
 
     /// The shard folder: the first two hexadecimal digits.
-    var shard: String {
+    package var shard: String {
         String(unsafeUninitializedCapacity: 2) { buffer in
             let byte = firstByte
             buffer[0] = Self.digits[Int(byte >> 4)]
@@ -101,10 +101,10 @@ struct KeyDigest: Hashable, Sendable {
     }
 
     /// The first byte, which also selects the shard.
-    var firstByte: UInt8 { UInt8(truncatingIfNeeded: high >> 56) }
+    package var firstByte: UInt8 { UInt8(truncatingIfNeeded: high >> 56) }
 
     /// Reads sixteen bytes written by `bytes`.
-    init(bytes: UnsafeRawBufferPointer) {
+    package init(bytes: UnsafeRawBufferPointer) {
         precondition(bytes.count >= 16)
         var high: UInt64 = 0
         var low: UInt64 = 0

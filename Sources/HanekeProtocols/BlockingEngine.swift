@@ -1,0 +1,71 @@
+package import Foundation
+
+/// A store of bytes whose operations block — a disk store, a database — and that runs them on an
+/// ``IOExecutor`` for its async API, off Swift's cooperative threads.
+///
+/// An engine implements its operations once, synchronously, under names of their own
+/// (`blockingValue(forKey:)`, …); this protocol's extension makes the async versions, each one job
+/// of the engine's executor, and the engine's public async methods are one line each that call
+/// them (`try await valueOnExecutor(forKey: key)`).
+///
+/// The async methods are not given to the engines as defaults of `Store`'s requirements, on
+/// purpose: an engine also has public synchronous `value(forKey:)`, `setValue(_:forKey:)`, …, and
+/// Swift may choose a synchronous method as the witness of an `async` requirement, which would
+/// run the blocking work on the caller's cooperative thread. Declared in the engine, the async
+/// methods are the witnesses.
+package protocol BlockingEngine: Sendable {
+    /// Where the async operations run.
+    var executor: IOExecutor { get }
+
+    /// Returns the value for `key`, or `nil` (blocks: disk I/O).
+    func blockingValue(forKey key: String) throws -> Data?
+    /// Stores `value` for `key` (blocks: disk I/O).
+    func blockingSetValue(_ value: Data, forKey key: String) throws
+    /// Removes the value for `key` (blocks: disk I/O).
+    func blockingRemoveValue(forKey key: String) throws
+    /// Removes every value (blocks: disk I/O).
+    func blockingRemoveAll() throws
+    /// What work on the whole store (`removeAll`, its size, a flush) awaits first, without holding
+    /// a thread: a store that indexes its folder in the background waits for its index. Nothing by
+    /// default.
+    func waitUntilReady() async
+}
+
+extension BlockingEngine {
+    package func waitUntilReady() async {}
+
+    /// ``blockingValue(forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func valueOnExecutor(forKey key: String) async throws -> Data? {
+        try await executor.run { try self.blockingValue(forKey: key) }
+    }
+
+    /// ``blockingValue(forKey:)`` and `transform` of what it returns, in one job of the executor: a
+    /// decorator's decompression or decoding runs there, and the caller resumes once.
+    /// - Throws: What either throws; `CancellationError` if cancelled before it ran.
+    package func valueOnExecutor<Transformed: Sendable>(
+        forKey key: String,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> Transformed? {
+        try await executor.run { try self.blockingValue(forKey: key).map(transform) }
+    }
+
+    /// ``blockingSetValue(_:forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func setValueOnExecutor(_ value: Data, forKey key: String) async throws {
+        try await executor.run { try self.blockingSetValue(value, forKey: key) }
+    }
+
+    /// ``blockingRemoveValue(forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func removeValueOnExecutor(forKey key: String) async throws {
+        try await executor.run { try self.blockingRemoveValue(forKey: key) }
+    }
+
+    /// ``waitUntilReady()``, then ``blockingRemoveAll()`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func removeAllOnExecutor() async throws {
+        await waitUntilReady()
+        try await executor.run { try self.blockingRemoveAll() }
+    }
+}

@@ -1,0 +1,62 @@
+package import Foundation
+package import Logging
+
+/// A disk store as a `Cache` and the `haneke` tool see it: what they do with every engine that keeps
+/// a store folder (`FileStore`'s files, `SQLiteStore`'s database), so that they loop over the
+/// engines rather than name each one.
+///
+/// The engines are listed once, in the Haneke module (`diskEngines`); adding one is a module that
+/// conforms to this protocol and a line there.
+package protocol DiskEngine: BlockingEngine {
+    // MARK: - A folder, without a store open (the tool)
+
+    /// How the tool's output names this engine's part of a folder ("the database"), or `nil` for
+    /// the engine whose part is the folder itself (its lines carry no name).
+    static var partName: String? { get }
+
+    /// The value stored for `key` in the store folder `folder`, read without opening a store and
+    /// changing nothing (`haneke get`): the payload as written, an LZ4 frame for a compressed
+    /// store. `nil` when this engine holds no valid, unexpired entry for the key there.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged entry, `notAStore` or `io`.
+    static func storedValue(forKey key: String, inFolder folder: String) throws -> Data?
+
+    /// A store of this engine on `folder` for `haneke trim`, which evicts only when it is trimmed,
+    /// or `nil` when the folder holds none of this engine's files.
+    /// - Parameters:
+    ///   - folder: A store folder.
+    ///   - size: The size the folder is to be trimmed to, for an engine whose store needs a capacity.
+    ///   - logger: Where the store logs.
+    static func openForTrimming(inFolder folder: String, size: Int, logger: Logger) throws -> Self?
+
+    // MARK: - A store
+
+    /// The number of entries.
+    var count: Int { get }
+    /// The bytes the entries take on disk, what a `Cache` reports as its size.
+    var totalSize: Int { get }
+    /// The bytes ``trim(toSize:)`` brings within its size (what the capacity counts).
+    var trimmedSize: Int { get }
+    /// Every byte the engine's files take on disk, as `du` counts them.
+    var allocatedSize: Int { get }
+
+    /// Evicts the least recently used entries until ``trimmedSize`` is at most `size`.
+    func trim(toSize size: Int) throws
+    /// Writes what the store buffers (records of uses) to disk now.
+    func flush() throws
+}
+
+extension DiskEngine {
+    /// ``totalSize``, once the store is ready, asked on its executor (it may be system calls);
+    /// 0 when it cannot be known.
+    package func totalSizeOnExecutor() async -> Int {
+        await waitUntilReady()
+        return (try? await executor.run { self.totalSize }) ?? 0
+    }
+
+    /// ``flush()``, once the store is ready, on its executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func flushOnExecutor() async throws {
+        await waitUntilReady()
+        try await executor.run { try self.flush() }
+    }
+}
