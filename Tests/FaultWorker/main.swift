@@ -148,58 +148,65 @@ case "touch-and-exit", "touch-and-wait":
     exit(0)
 
 case "churn":
-    guard arguments.count >= 7, let capacity = Int(arguments[4]), let seconds = Int(arguments[5]), let worker = UInt64(arguments[6]) else { exit(2) }
-    let engine = arguments[3]
-    // As a `Cache` builds them: with small values routed to a database, it and the files each
-    // have half the capacity; values over 2 KiB (half of them here) go to files.
-    let store: AnyStore<String, Data>
-    switch engine {
-    case "sqlite": store = AnyStore(try SQLiteStore(directory: directory, configuration: .init(capacity: capacity)))
-    case "files": store = AnyStore(try FileStore(directory: directory, configuration: .init(capacity: capacity)))
-    case "routed":
-        let files = try FileStore(directory: directory, configuration: .init(capacity: capacity / 2))
-        let small = try SQLiteStore(directory: directory, configuration: .init(capacity: capacity / 2))
-        store = AnyStore(small.routingLargeValues(over: 2 << 10, to: files))
-    default: exit(2)
-    }
-    var random = SeededRandomNumberGenerator(seed: worker)
-    var (writes, reads, removals, wrong) = (0, 0, 0, 0)
-    // Keys every worker writes (values checked whole and of their key), and keys of this worker's
-    // own, which it removes: a removed key of its own must never be read back until it writes it again.
-    var removed: Set<String> = []
-    let end = ContinuousClock.now + .seconds(seconds)
-    var sequence = Int(worker) * 1_000_000_000
-    while ContinuousClock.now < end {
-        sequence += 1
-        // More keys than the capacity holds, in every engine.
-        let shared = "shared-\(random.next() % 2_000)"
-        let own = "w\(worker)-\(random.next() % 100)"
-        switch random.next() % 10 {
-        case 0..<5:
-            let key = random.next() % 2 == 0 ? shared : own
-            try await store.setValue(WorkerValue.make(key: key, sequence: sequence, length: 500 + Int(random.next() % 3_000)), forKey: key)
-            removed.remove(key)
-            writes += 1
-            if writes == 1 { line("ready") }
-        case 5..<8:
-            for key in [shared, own] {
-                reads += 1
-                guard let value = try await store.value(forKey: key) else { continue }
-                if removed.contains(key) {
-                    wrong += 1
-                    line("wrong \(key): removed, then read back")
-                } else if WorkerValue.parse(value)?.key != key {
-                    wrong += 1
-                    line("wrong \(key): not a whole value of its own")
-                }
-            }
-        default:
-            try await store.removeValue(forKey: own)
-            removed.insert(own)
-            removals += 1
+    // An error says what it was on the first line of the output (a Swift trap's message would be
+    // lost in its backtrace).
+    do {
+        guard arguments.count >= 7, let capacity = Int(arguments[4]), let seconds = Int(arguments[5]), let worker = UInt64(arguments[6]) else { exit(2) }
+        let engine = arguments[3]
+        // As a `Cache` builds them: with small values routed to a database, it and the files each
+        // have half the capacity; values over 2 KiB (half of them here) go to files.
+        let store: AnyStore<String, Data>
+        switch engine {
+        case "sqlite": store = AnyStore(try SQLiteStore(directory: directory, configuration: .init(capacity: capacity)))
+        case "files": store = AnyStore(try FileStore(directory: directory, configuration: .init(capacity: capacity)))
+        case "routed":
+            let files = try FileStore(directory: directory, configuration: .init(capacity: capacity / 2))
+            let small = try SQLiteStore(directory: directory, configuration: .init(capacity: capacity / 2))
+            store = AnyStore(small.routingLargeValues(over: 2 << 10, to: files))
+        default: exit(2)
         }
+        var random = SeededRandomNumberGenerator(seed: worker)
+        var (writes, reads, removals, wrong) = (0, 0, 0, 0)
+        // Keys every worker writes (values checked whole and of their key), and keys of this worker's
+        // own, which it removes: a removed key of its own must never be read back until it writes it again.
+        var removed: Set<String> = []
+        let end = ContinuousClock.now + .seconds(seconds)
+        var sequence = Int(worker) * 1_000_000_000
+        while ContinuousClock.now < end {
+            sequence += 1
+            // More keys than the capacity holds, in every engine.
+            let shared = "shared-\(random.next() % 2_000)"
+            let own = "w\(worker)-\(random.next() % 100)"
+            switch random.next() % 10 {
+            case 0..<5:
+                let key = random.next() % 2 == 0 ? shared : own
+                try await store.setValue(WorkerValue.make(key: key, sequence: sequence, length: 500 + Int(random.next() % 3_000)), forKey: key)
+                removed.remove(key)
+                writes += 1
+                if writes == 1 { line("ready") }
+            case 5..<8:
+                for key in [shared, own] {
+                    reads += 1
+                    guard let value = try await store.value(forKey: key) else { continue }
+                    if removed.contains(key) {
+                        wrong += 1
+                        line("wrong \(key): removed, then read back")
+                    } else if WorkerValue.parse(value)?.key != key {
+                        wrong += 1
+                        line("wrong \(key): not a whole value of its own")
+                    }
+                }
+            default:
+                try await store.removeValue(forKey: own)
+                removed.insert(own)
+                removals += 1
+            }
+        }
+        line("done \(writes) \(reads) \(removals) \(wrong)")
+    } catch {
+        line("failed \(error)")
+        exit(1)
     }
-    line("done \(writes) \(reads) \(removals) \(wrong)")
 
 default:
     exit(2)

@@ -95,7 +95,12 @@ struct OpeningStoreTests {
     /// once the database can be opened the older value is gone: the key is never in both stores.
     @Test func aRoutedWriteNeverLeavesAnOlderSmallValueToHideANewerLargeOne() async throws {
         let folder = folder
-        try seed(["k": "small and old"], into: SQLiteStore(directory: folder))
+        // The seeding store closes its database on its own executor once released; the job after
+        // it runs once it is closed, so the exclusive holder below never waits for it (under load,
+        // a close queued on the shared executor outlasted the holder's busy timeout).
+        let seeding = IOExecutor(width: 1, label: "seeding")
+        try seed(["k": "small and old"], into: SQLiteStore(directory: folder, executor: seeding))
+        try await seeding.run {}
         // Another connection keeps the database locked while it lives (from its first write). It
         // closes its database on its executor once released: with one job at a time, in order, a
         // job submitted after the release runs once it is closed.

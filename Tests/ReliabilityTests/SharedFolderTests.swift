@@ -67,7 +67,7 @@ struct SharedFolderTests {
             let status = await child.status()
             let output = String(decoding: try await child.readOutput(), as: UTF8.self)
             let errors = await child.errorOutput()
-            #expect(status == 0, "a worker failed: \(output.suffix(500)) \(errors.suffix(500))")
+            #expect(status == 0, "a worker failed: \(output.suffix(500)) \(errors.prefix(1_000))")
             #expect(!errors.contains("deleted or replaced"), "no worker took another's database for a replaced one: \(errors.suffix(500))")
             for line in output.split(separator: "\n") where line.hasPrefix("wrong") {
                 Issue.record("\(line)")
