@@ -192,8 +192,7 @@ final class RecencyJournal: Sendable {
     /// - Performs disk I/O: one `fstat`, and a read of what is new.
     func catchUp() throws -> CatchUp {
         try file.withLock { state throws in
-            // Open and of this folder: `catchUp(_:)`'s one `fstat` tells whether it was replaced.
-            if state.descriptor < 0 || state.generation != folder.generation { try ensureOpen(&state) }
+            try openUnlessOpen(&state)
             return try catchUp(&state)
         }
     }
@@ -317,7 +316,7 @@ final class RecencyJournal: Sendable {
                 return pending.bytes
             }
             guard !bytes.isEmpty else { return }
-            try ensureOpen(&state)
+            try openUnlessOpen(&state)
             // Under the file's shared lock, so that no rewrite replaces the file between the check
             // and the append; a rewrite that did while this waited sends the records to the new file.
             while true {
@@ -383,7 +382,7 @@ final class RecencyJournal: Sendable {
     @discardableResult
     func rewrite(unlessReplaced: Bool = false, catchingUp apply: (CatchUp) -> Void = { _ in }, with records: () -> [Record]) throws -> Bool {
         try file.withLock { state throws in
-            try ensureOpen(&state)
+            try openUnlessOpen(&state)
             var old = state.descriptor
             Self.lock(old, LOCK_EX)
             while (try? POSIX.status(of: old, path: path))?.links == 0 {
@@ -442,6 +441,13 @@ final class RecencyJournal: Sendable {
             pending.bytes.removeAll(keepingCapacity: true)
             pending.flushQueued = false
         }
+    }
+
+    /// Opens the journal unless a descriptor of it in this folder is open. Whether its file was
+    /// replaced or deleted since is for the caller's own `fstat` to tell (catching up, appending and
+    /// rewriting each take one), not for another one here.
+    private func openUnlessOpen(_ state: inout FileState) throws {
+        if state.descriptor < 0 || state.generation != folder.generation { try ensureOpen(&state) }
     }
 
     private func ensureOpen(_ state: inout FileState) throws {
