@@ -91,6 +91,15 @@ struct SharedFolderTests {
         #expect(largest.log <= room)
     }
 
+    /// Two stores on `folder`, the second opened while the first has it open, each indexed.
+    static func twoStores(on folder: String, capacity: Int) async throws -> (FileStore, FileStore) {
+        let first = try FileStore(directory: folder, configuration: .init(capacity: capacity))
+        await first.waitUntilIndexed()
+        let second = try FileStore(directory: folder, configuration: .init(capacity: capacity))
+        await second.waitUntilIndexed()
+        return (first, second)
+    }
+
     /// Two `FileStore`s on one folder share its capacity, whichever wrote last: each counts what the
     /// other wrote (read from the journal before each write) and evicts over the whole folder.
     /// Before, each enforced the capacity over what it knew, and two stores of 1 MiB held 1,972 KiB.
@@ -98,10 +107,7 @@ struct SharedFolderTests {
         let directory = try TemporaryDirectory(prefix: "shared-files")
         let folder = directory.appending("store")
         let capacity = 256 << 10
-        let first = try FileStore(directory: folder, configuration: .init(capacity: capacity))
-        await first.waitUntilIndexed()
-        let second = try FileStore(directory: folder, configuration: .init(capacity: capacity))
-        await second.waitUntilIndexed()
+        let (first, second) = try await Self.twoStores(on: folder, capacity: capacity)
         let value = Data(repeating: 7, count: 6_000)
         var largest = 0
         for round in 0..<40 {
@@ -125,10 +131,7 @@ struct SharedFolderTests {
         let directory = try TemporaryDirectory(prefix: "shared-recency")
         let folder = directory.appending("store")
         let capacity = 128 << 10
-        let writer = try FileStore(directory: folder, configuration: .init(capacity: capacity))
-        await writer.waitUntilIndexed()
-        let reader = try FileStore(directory: folder, configuration: .init(capacity: capacity))
-        await reader.waitUntilIndexed()
+        let (writer, reader) = try await Self.twoStores(on: folder, capacity: capacity)
         let value = Data(repeating: 1, count: 6_000)
         for index in 0..<10 { try await writer.setValue(value, forKey: "key-\(index)") }
         #expect(try await reader.value(forKey: "key-0") == value)
