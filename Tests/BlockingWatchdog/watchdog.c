@@ -30,6 +30,14 @@
 //   are the machine's load and never I/O, and the test framework's own console lock: counted,
 //   never an offender.
 //
+// A job that computes on a cooperative thread for longer than the CPU limit
+// (HANEKE_WATCHDOG_CPU_LIMIT_MS, 300 ms of CPU time, which a busy machine barely changes) is an
+// offender too: every other task waits behind it, on a busy machine for several times as long.
+// That is how a test that needs many turns of the ready queue timed out under load while no job
+// slept: jobs waited 0.5 s for a thread on average, behind test helpers that made megabytes of
+// noise in a debug build. The sampler takes one stack of a job it finds running after 20 ms, and
+// the report names the jobs that held a thread longest and how long jobs waited in the queue.
+//
 // When the process exits the watchdog prints every offender's stack and makes the exit status 1,
 // so the test run fails.
 //
@@ -84,6 +92,10 @@ static const uint64_t nanosecondsPerSecond = 1000000000ull;
 static int watching;
 static int workerCount;
 static uint64_t limitNanoseconds = 5 * 1000000ull;
+/// The longest a job may compute on a cooperative thread (HANEKE_WATCHDOG_CPU_LIMIT_MS): work that
+/// long belongs on a thread of its own, as every other task waits behind it — on a busy machine
+/// for several times as long.
+static uint64_t cpuLimitNanoseconds = 300 * 1000000ull;
 static uint64_t lockLimitNanoseconds = 50 * 1000000ull;
 /// How many times the CPUs the busiest recent moment had runnable threads for (at least 1), in
 /// thousandths: a short wait is judged against the short-wait limit times this, since a holder
@@ -131,6 +143,11 @@ typedef struct {
     _Atomic uint64_t signalSequence;
     _Atomic uint64_t runDelayAtSignal;
     _Atomic uint64_t inducedDelay;
+    // A job that has held its thread for a while on a CPU: the sampler asks for its stack once
+    // (`busyRequest` is the job's sequence), and the handler keeps it apart from the sleep stacks.
+    _Atomic uint64_t busyRequest;
+    Stack busyStack;
+    volatile uint64_t busyStackSequence;
 } Worker;
 
 static Worker workers[maximumWorkers];
@@ -142,6 +159,7 @@ static int stackSignal;
 typedef struct Node {
     struct Node *next;
     SwiftJob *job;
+    uint64_t enqueuedAt;   // CLOCK_MONOTONIC
 } Node;
 
 static pthread_mutex_t queueLock = PTHREAD_MUTEX_INITIALIZER;
@@ -161,6 +179,7 @@ static void enqueueReady(SwiftJob *job) {
     }
     node->next = NULL;
     node->job = job;
+    node->enqueuedAt = now(CLOCK_MONOTONIC);
     if (queueTail) {
         queueTail->next = node;
     } else {
@@ -171,7 +190,8 @@ static void enqueueReady(SwiftJob *job) {
     pthread_mutex_unlock(&queueLock);
 }
 
-static SwiftJob *dequeueReady(void) {
+/// Takes the oldest ready job, waiting for one; `*enqueuedAt` is when it became ready.
+static SwiftJob *dequeueReady(uint64_t *enqueuedAt) {
     pthread_mutex_lock(&queueLock);
     while (!queueHead) {
         idleWorkers += 1;
@@ -182,6 +202,7 @@ static SwiftJob *dequeueReady(void) {
     queueHead = node->next;
     if (!queueHead) queueTail = NULL;
     SwiftJob *job = node->job;
+    *enqueuedAt = node->enqueuedAt;
     node->next = spareNodes;
     spareNodes = node;
     pthread_mutex_unlock(&queueLock);
@@ -325,6 +346,8 @@ typedef enum {
     waitMemory = 2,
     /// The test framework's own bookkeeping (its console lock): not this package's to fix.
     waitFramework = 3,
+    /// Not a wait: the job computed on its thread for longer than the CPU limit.
+    waitNone = 4,
 } Wait;
 
 typedef struct {
@@ -344,6 +367,17 @@ static uint64_t longestShortWait;
 static uint64_t memoryWaitsOverLimit;
 static uint64_t longestMemoryWait;
 static uint64_t frameworkWaitsOverLimit;
+
+// What held the threads: every job's wall time and time on a CPU, how long jobs waited in the
+// ready queue for a thread, and the jobs that held a thread longest (each with a stack the sampler
+// took while it ran). A test that times out under load while no job blocked waits behind these.
+enum { busiestCapacity = 5 };
+static const uint64_t busyStackAfterNanoseconds = 20 * 1000000ull;
+static _Atomic uint64_t heldNanoseconds;
+static _Atomic uint64_t heldOnACPUNanoseconds;
+static _Atomic uint64_t queuedNanoseconds;
+static _Atomic uint64_t longestQueued;
+static Kept busiest[busiestCapacity];   // by wall time, longest first (under recordLock)
 
 static int endsWith(const char *text, const char *suffix) {
     size_t length = strlen(text), suffixLength = strlen(suffix);
@@ -539,7 +573,51 @@ static void describeStack(const Kept *entry, char *text, size_t capacity) {
     }
 }
 
-static void runMeasured(Worker *worker, SwiftJob *job) {
+/// Raises `*largest` to `value` if it is larger.
+static void raiseTo(_Atomic uint64_t *largest, uint64_t value) {
+    uint64_t seen = atomic_load_explicit(largest, memory_order_relaxed);
+    while (value > seen && !atomic_compare_exchange_weak_explicit(largest, &seen, value, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+/// Keeps a job among the ones that held a thread longest.
+static void noteHeld(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t cpu) {
+    pthread_mutex_lock(&recordLock);
+    if (wall > busiest[busiestCapacity - 1].measured.wall_nanoseconds) {
+        Kept entry = {worker->tag, {0, wall, cpu, 0, 0}, waitBlocking, {0, {0}}};
+        if (worker->busyStackSequence == sequence) {
+            entry.measured.stack_taken = 1;
+            entry.stack = worker->busyStack;
+        } else if (worker->stacksSequence == sequence && worker->stackCount > 0) {
+            // Asleep rather than busy: the first stack the sampler caught it in.
+            entry.measured.stack_taken = 1;
+            entry.stack = worker->stacks[0];
+        }
+        int index = busiestCapacity - 1;
+        while (index > 0 && busiest[index - 1].measured.wall_nanoseconds < wall) {
+            busiest[index] = busiest[index - 1];
+            index -= 1;
+        }
+        busiest[index] = entry;
+    }
+    pthread_mutex_unlock(&recordLock);
+}
+
+/// Keeps a job that computed longer than the CPU limit as an offender, with the stack the sampler
+/// took while it ran.
+static void recordBusy(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t cpu) {
+    Kept entry = {0, {0, wall, cpu, 0, 0}, waitNone, {0, {0}}};
+    if (worker->busyStackSequence == sequence) {
+        entry.measured.stack_taken = 1;
+        entry.stack = worker->busyStack;
+    }
+    pthread_mutex_lock(&recordLock);
+    atomic_fetch_add(&offenderTotal, 1);
+    if (offenderCount < offenderCapacity) offenders[offenderCount++] = entry;
+    pthread_mutex_unlock(&recordLock);
+}
+
+static void runMeasured(Worker *worker, SwiftJob *job, uint64_t enqueuedAt) {
     uint64_t sequence = atomic_fetch_add(&worker->sequence, 1) + 1;
     worker->tag = 0;
     atomic_store(&worker->inducedDelay, 0);
@@ -547,6 +625,9 @@ static void runMeasured(Worker *worker, SwiftJob *job) {
     uint64_t cpuBefore = now(CLOCK_THREAD_CPUTIME_ID);
     uint64_t start = now(CLOCK_MONOTONIC);
     atomic_store(&worker->startedAt, start);
+    uint64_t queued = start > enqueuedAt ? start - enqueuedAt : 0;
+    atomic_fetch_add_explicit(&queuedNanoseconds, queued, memory_order_relaxed);
+    raiseTo(&longestQueued, queued);
 
     runJob(job, (SerialExecutorRef){NULL, 0});
 
@@ -555,6 +636,10 @@ static void runMeasured(Worker *worker, SwiftJob *job) {
     uint64_t cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpuBefore;
     uint64_t wall = end - start;
     atomic_fetch_add_explicit(&jobsRun, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&heldNanoseconds, wall, memory_order_relaxed);
+    atomic_fetch_add_explicit(&heldOnACPUNanoseconds, cpu, memory_order_relaxed);
+    if (wall >= busyStackAfterNanoseconds) noteHeld(worker, sequence, wall, cpu);
+    if (worker->tag == 0 && cpu > cpuLimitNanoseconds) recordBusy(worker, sequence, wall, cpu);
     // What the job slept is at most wall - cpu: most jobs end here, without reading schedstat again.
     if (worker->tag == 0 && wall <= cpu + catchAfterNanoseconds) return;
     uint64_t waited = runQueueDelay(worker->schedstat) - waitedBefore;
@@ -573,7 +658,11 @@ static void *runWorker(void *argument) {
     worker->schedstat = open(path, O_RDONLY | O_CLOEXEC);
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)worker->tid);
     worker->stat = open(path, O_RDONLY | O_CLOEXEC);
-    for (;;) runMeasured(worker, dequeueReady());
+    for (;;) {
+        uint64_t enqueuedAt;
+        SwiftJob *job = dequeueReady(&enqueuedAt);
+        runMeasured(worker, job, enqueuedAt);
+    }
     return NULL;
 }
 
@@ -583,7 +672,11 @@ static void takeStack(int signal) {
     (void)signal;
     int savedErrno = errno;
     Worker *worker = currentWorker;
-    if (worker) {
+    if (worker && atomic_exchange(&worker->busyRequest, 0) == atomic_load(&worker->sequence)) {
+        // The sampler asked for a busy job's stack: keep it apart; it says nothing of sleeping.
+        worker->busyStack.count = backtrace(worker->busyStack.frames, stackDepth);
+        worker->busyStackSequence = atomic_load(&worker->sequence);
+    } else if (worker) {
         uint64_t sequence = atomic_load(&worker->sequence);
         if (atomic_exchange(&worker->signalSequence, 0) == sequence) {
             uint64_t delay = runQueueDelay(worker->schedstat), atSignal = atomic_load(&worker->runDelayAtSignal);
@@ -656,6 +749,14 @@ static void *runSampler(void *unused) {
             uint64_t sequence = atomic_load(&worker->sequence);
             uint64_t started = atomic_load(&worker->startedAt);
             if (started == 0 || started > current || current - started < catchAfterNanoseconds || current - worker->lastSignalAt < 2 * catchAfterNanoseconds) continue;
+            if (current - started >= busyStackAfterNanoseconds && worker->busyStackSequence != sequence
+                && atomic_load(&worker->busyRequest) != sequence && threadState(worker) == 'R') {
+                // A job that has held its thread on a CPU for a while: one stack, to name it.
+                worker->lastSignalAt = current;
+                atomic_store(&worker->busyRequest, sequence);
+                pthread_kill(worker->thread, stackSignal);
+                continue;
+            }
             if (worker->stacksSequence == sequence && worker->stackCount >= stacksPerJob) continue;
             uint64_t delay = runQueueDelay(worker->schedstat);
             char state = threadState(worker);
@@ -689,13 +790,41 @@ static void report(void) {
             lockLimitNanoseconds / 1e6, atomic_load(&largestLoadFactorThousandths) / 1000.0, (unsigned long long)memoryWaitsOverLimit,
             longestMemoryWait / 1e6,
             (unsigned long long)frameworkWaitsOverLimit);
+    uint64_t jobs = atomic_load(&jobsRun);
+    fprintf(stderr,
+            "blocking watchdog: jobs held the threads %.1f s (on a CPU %.1f s); a job waited for a thread %.2f ms on average, "
+            "%.0f ms at most\n",
+            atomic_load(&heldNanoseconds) / 1e9, atomic_load(&heldOnACPUNanoseconds) / 1e9,
+            atomic_load(&queuedNanoseconds) / 1e6 / (double)jobs, atomic_load(&longestQueued) / 1e6);
+    for (int index = 0; index < busiestCapacity && busiest[index].measured.wall_nanoseconds >= 100 * 1000000ull; index += 1) {
+        HanekeWatchdogJob *job = &busiest[index].measured;
+        fprintf(stderr, "blocking watchdog: a job held its thread %.0f ms (on a CPU %.0f ms)%s%s\n", job->wall_nanoseconds / 1e6,
+                job->cpu_nanoseconds / 1e6, busiest[index].tag != 0 ? " (kept for a test of the watchdog)" : "",
+                job->stack_taken ? ", running:" : "");
+        if (job->stack_taken) {
+            static char stack[stackTextCapacity];
+            describeStack(&busiest[index], stack, sizeof stack);
+            fputs(stack, stderr);
+        }
+    }
     if (total == 0) {
         pthread_mutex_unlock(&recordLock);
         return;
     }
-    fprintf(stderr, "blocking watchdog: %llu jobs blocked a cooperative thread:\n", (unsigned long long)total);
+    fprintf(stderr, "blocking watchdog: %llu jobs blocked or held a cooperative thread:\n", (unsigned long long)total);
     for (size_t index = 0; index < offenderCount; index += 1) {
         HanekeWatchdogJob *job = &offenders[index].measured;
+        if (offenders[index].wait == waitNone) {
+            fprintf(stderr, "  a job computed %.0f ms on a CPU (limit %.0f ms; it held its thread %.0f ms)%s\n",
+                    job->cpu_nanoseconds / 1e6, cpuLimitNanoseconds / 1e6, job->wall_nanoseconds / 1e6,
+                    job->stack_taken ? ", running:" : " (its stack was not caught)");
+            if (job->stack_taken) {
+                static char stack[stackTextCapacity];
+                describeStack(&offenders[index], stack, sizeof stack);
+                fputs(stack, stderr);
+            }
+            continue;
+        }
         fprintf(stderr, "  a job slept %.1f ms (wall %.1f ms, on a CPU %.1f ms)%s\n", job->slept_nanoseconds / 1e6,
                 job->wall_nanoseconds / 1e6, job->cpu_nanoseconds / 1e6,
                 !job->stack_taken ? " (its stack was not caught)"
@@ -734,6 +863,8 @@ __attribute__((constructor)) static void install(void) {
     if (limit && atof(limit) > 0) limitNanoseconds = (uint64_t)(atof(limit) * 1e6);
     const char *lockLimit = getenv("HANEKE_WATCHDOG_LOCK_LIMIT_MS");
     if (lockLimit && atof(lockLimit) > 0) lockLimitNanoseconds = (uint64_t)(atof(lockLimit) * 1e6);
+    const char *cpuLimit = getenv("HANEKE_WATCHDOG_CPU_LIMIT_MS");
+    if (cpuLimit && atof(cpuLimit) > 0) cpuLimitNanoseconds = (uint64_t)(atof(cpuLimit) * 1e6);
 
     EnqueueHook **enqueue = dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
     DelayHook **delay = dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobalWithDelay_hook");
