@@ -241,7 +241,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore", "TestSupport"]),
         .testTarget(
             name: "HanekeTestingTests",
             dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke", "RedisStore", "TestSupport"]

@@ -16,7 +16,7 @@ struct ImageCacheTests {
     /// A 640×480 photo-like JPEG, built once by a task the tests await.
     static let photo = Task {
         try await Image.startLibrary()
-        return try await TestImages.jpeg(from: TestImages.photo(width: 640, height: 480), quality: 0.85)
+        return try await TestImages.jpeg(from: await TestImages.photo(width: 640, height: 480), quality: 0.85)
     }
 
     let directory: TemporaryDirectory

@@ -78,7 +78,7 @@ struct ImageHeaderTests {
     /// profile, PNGs of each colour type, with transparency, a profile and EXIF, WebPs lossy and
     /// lossless, with alpha, extended with EXIF and a profile.
     static func samples() async throws -> [(String, Data)] {
-        let photo = TestImages.photo(width: 96, height: 64)
+        let photo = try await TestImages.photo(width: 96, height: 64)
         let jpeg = try await TestImages.jpeg(from: photo)
         let resizeToWebP = ImageResizer(size: ImageSize(width: 1, height: 1), scaleMode: .none, outputFormat: .webp)
         let webp = try await resizeToWebP.resize(Image(data: photo)).data

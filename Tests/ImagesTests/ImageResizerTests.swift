@@ -103,7 +103,7 @@ struct ImageResizerTests {
 
     @Test func theOutputKeepsTheInputsFormatOrElsePNGForAlphaAndJPEGWithout() async throws {
         let resizer = ImageResizer(size: .init(width: 8, height: 8))
-        let jpeg = try await TestImages.jpeg(from: TestImages.photo(width: 40, height: 30))
+        let jpeg = try await TestImages.jpeg(from: await TestImages.photo(width: 40, height: 30))
         #expect(try await resizer.resize(Image(data: jpeg)).format == .jpeg)
         #expect(try await resizer.resize(Image(data: TestImages.solid(width: 4, height: 4, TestImages.red))).format == .png)
         // A GIF (not written here) with a transparent pixel becomes a PNG.
@@ -133,7 +133,7 @@ struct ImageResizerTests {
     }
 
     @Test func higherJPEGQualityMeansMoreBytes() async throws {
-        let photo = try Image(data: TestImages.photo(width: 480, height: 360, seed: 7))
+        let photo = try await Image(data: TestImages.photo(width: 480, height: 360, seed: 7))
         var sizes: [Int] = []
         for quality in [0.3, 0.6, 0.9] {
             let resizer = ImageResizer(size: .init(width: 1, height: 1), scaleMode: .none, outputFormat: .jpeg, compressionQuality: quality)
@@ -147,7 +147,7 @@ struct ImageResizerTests {
     /// A JPEG cut in half still has its header, so it reads as an image; resizing it needs its
     /// pixels, and stops with a decoding error instead of a half-grey thumbnail.
     @Test func aTruncatedJPEGIsADecodingError() async throws {
-        let jpeg = try await TestImages.jpeg(from: TestImages.photo(width: 320, height: 240))
+        let jpeg = try await TestImages.jpeg(from: await TestImages.photo(width: 320, height: 240))
         let truncated = try Image(data: jpeg.prefix(jpeg.count / 2))
         #expect(truncated.size == ImageSize(width: 320, height: 240))
         let capture = LogCapture()
@@ -210,12 +210,12 @@ struct ImageResizerTests {
         await #expect(throws: Rejected.self) { try await rejecting.resize(replacement) }
     }
 
-    @Test func aResizerIsAFormatsTransform() throws {
+    @Test func aResizerIsAFormatsTransform() async throws {
         let avatar = Format<Image>(
             name: "avatar-96",
             transform: ImageResizer(size: ImageSize(width: 96, height: 96), scaleMode: .aspectFill).transform
         )
-        let original = try Image(data: TestImages.photo(width: 320, height: 200))
+        let original = try await Image(data: TestImages.photo(width: 320, height: 200))
         let transformed = try #require(try avatar.transform?(original))
         #expect(transformed.size == ImageSize(width: 96, height: 96))
         #expect(transformed.format == .png)

@@ -63,7 +63,7 @@ struct ImageTests {
     }
 
     @Test func aJPEGCutInItsHeaderIsADecodingError() async throws {
-        let jpeg = try await TestImages.jpeg(from: TestImages.photo(width: 160, height: 120))
+        let jpeg = try await TestImages.jpeg(from: await TestImages.photo(width: 160, height: 120))
         let error = try #require(throws: StoreError.self) { try Image(data: jpeg.prefix(200)) }
         #expect(error.code == .decoding)
         #expect(error.message.contains("200-byte image"))
@@ -91,7 +91,7 @@ struct ImageTests {
     /// the bomb's PNG a few rows at a time and stops where its data ends.
     @Test func refusalsTakeBoundedMemory() async throws {
         let bomb = PNGWriter.declaring(width: 60_000, height: 60_000)
-        let photo = try await TestImages.jpeg(from: TestImages.photo(width: 1_600, height: 1_200))
+        let photo = try await TestImages.jpeg(from: await TestImages.photo(width: 1_600, height: 1_200))
         let truncated = try Image(data: photo.prefix(photo.count / 2))
         let unlimited = try Image(data: bomb, pixelLimit: nil)
         let before = peakMemory()

@@ -40,7 +40,7 @@ struct WatchdogTests {
         let job = try #require(
             await Watchdog.measureCurrentJob {
                 // 60 ms, of which a busy machine may take some before the job reaches its wait.
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(60)) { semaphore.signal() }
+                afterMilliseconds(60) { semaphore.signal() }
                 semaphore.wait()
             }
         )
@@ -101,7 +101,7 @@ struct WatchdogTests {
         _ = try await offThePool { slowInitializerStarted.wait() }
         let job = try #require(
             await Watchdog.measureCurrentJob {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(60)) { slowInitializerMayEnd.signal() }
+                afterMilliseconds(60) { slowInitializerMayEnd.signal() }
                 #expect(slowlyInitializedGlobal == 42)
             }
         )
@@ -116,7 +116,8 @@ struct WatchdogTests {
     /// FoundationInternationalization asleep for 21 ms that way.)
     @Test func aPageFaultIsAShortWait() async throws {
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let pageCount = 8_192
+        // 2,048 pages read from disk hold the thread a tenth of a second; 8,192 held it half a second.
+        let pageCount = 2_048
         let (directory, descriptor, address) = try await offThePool { () throws -> (TemporaryDirectory, Int32, UInt) in
             let directory = try TemporaryDirectory()
             let descriptor = open(directory.appending("pages"), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -142,7 +143,7 @@ struct WatchdogTests {
                 var before = rusage(), after = rusage()
                 // The process's count: thousands of major faults in this loop are its own.
                 getrusage(RUSAGE_SELF.rawValue, &before)
-                // Every page once, in an order that defeats read-ahead (7,919 is prime to 8,192).
+                // Every page once, in an order that defeats read-ahead (7,919 is prime to 2,048).
                 for index in 0..<pageCount {
                     sum &+= Int(mapping.load(fromByteOffset: (index * 7_919 % pageCount) * pageSize, as: UInt8.self))
                 }
@@ -170,6 +171,17 @@ struct WatchdogTests {
         let job = try #require(await Watchdog.measureCurrentJob {})
         #expect(job.slept < .milliseconds(1))
     }
+}
+
+/// Runs `body` on a thread of its own after `milliseconds`. Not on Dispatch's global queue: under
+/// load its threads can all be busy (URLSession's calls wait on them), and a measured job waiting
+/// for a signal from there once held its cooperative thread for 6.3 s.
+private func afterMilliseconds(_ milliseconds: UInt32, _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread {
+        usleep(milliseconds * 1_000)
+        body()
+    }
+    thread.start()
 }
 
 /// Signalled when `slowlyInitializedGlobal`'s initializer has begun.
