@@ -145,29 +145,58 @@ struct FetchingStoreTests {
         let store = MemoryStore<String, String>(countLimit: 2).fetching(from: fetcher)
         var random = SeededRandomNumberGenerator(seed: UInt64(seed))
 
-        var tasks: [Task<Result<String, any Error>, Never>] = []
+        // A third of the fetches are cancelled: half at once (most before they start), half by a
+        // task of their own after it has given its turn away one to three times (most of them
+        // started by then, waiting on a flight, or in one). Every suspension of the test waits
+        // for each job queued before it, so on a busy machine its time grows with their number:
+        // it yields only every 250 fetches, so that fetches start in a few waves rather than one
+        // burst (whose flights would each wait behind all 10,000), and it waits once for every
+        // fetch to end. With a yield before each of 300 late cancellations and a wait for each
+        // fetch in turn, it ran past 60 s under load; with 20 yields a yield took 1.6 s.
+        let outcomes = Locked([Int: Result<String, any Error>]())
+        let endedTwice = Locked(0)
+        let ended = Countdown(2_000)
         for i in 0..<2_000 {
             let key = "key-\(i % 7)"
-            let task = Task { () -> Result<String, any Error> in
-                do { return .success(try await store.fetch(key)) } catch { return .failure(error) }
+            let task = Task {
+                let outcome: Result<String, any Error>
+                do { outcome = .success(try await store.fetch(key)) } catch { outcome = .failure(error) }
+                if outcomes.withLock({ $0.updateValue(outcome, forKey: i) != nil }) { endedTwice.withLock { $0 += 1 } }
+                ended.countDown()
             }
-            tasks.append(task)
             if random.next() % 3 == 0 {
-                if random.next() % 2 == 0 { await Task.yield() }
-                task.cancel()
+                if random.next() % 2 == 0 {
+                    task.cancel()
+                } else {
+                    let turns = 1 + Int(random.next() % 3)
+                    Task {
+                        for _ in 0..<turns { await Task.yield() }
+                        task.cancel()
+                    }
+                }
             }
+            if i % 250 == 249 { await Task.yield() }
         }
+        await ended.wait()
         var wrong = 0
-        for (i, task) in tasks.enumerated() {
-            switch await task.value {
+        let ends = outcomes.withLock { $0 }
+        #expect(ends.count == 2_000)
+        #expect(endedTwice.withLock { $0 } == 0)
+        var cancelled = 0, values = 0
+        for (i, outcome) in ends {
+            switch outcome {
             case .success(let value):
+                values += 1
                 if value != "fetched:key-\(i % 7)" { wrong += 1 }
             case .failure(let error):
+                if error is CancellationError { cancelled += 1 }
                 let expected = error is CancellationError || (error as? StoreError)?.code == .notFound
                 if !expected { wrong += 1 }
             }
         }
         #expect(wrong == 0)
+        // Both kinds of end happened (a run where no cancellation landed would prove nothing).
+        #expect(cancelled > 0 && values > 0, "\(cancelled) cancelled, \(values) values")
         #expect(store.flightsInProgress == 0)
     }
 
@@ -252,5 +281,37 @@ struct FetchingStoreTests {
         try await StoreConformanceSuite {
             MemoryStore<String, Data>().fetching { _ in throw StoreError(.notFound, "no source") }
         }.run()
+    }
+}
+
+/// Resumes one waiter when it has been counted down from its start to zero.
+private final class Countdown: Sendable {
+    private let state: Locked<(remaining: Int, waiter: CheckedContinuation<Void, Never>?)>
+
+    init(_ count: Int) {
+        state = Locked((count, nil))
+    }
+
+    /// Counts one down; the last resumes the waiter.
+    func countDown() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.remaining -= 1
+            guard state.remaining == 0 else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Suspends until the count reaches zero.
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state -> Bool in
+                if state.remaining <= 0 { return true }
+                state.waiter = continuation
+                return false
+            }
+            if done { continuation.resume() }
+        }
     }
 }
