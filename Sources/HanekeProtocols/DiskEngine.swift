@@ -28,6 +28,36 @@ package protocol DiskEngine: BlockingEngine {
     ///   - logger: Where the store logs.
     static func openForTrimming(inFolder folder: String, size: Int, logger: Logger) throws -> Self?
 
+    /// Examines this engine's part of the store folder `folder` without changing it, for `haneke
+    /// inspect`, `verify` and `stats`: its entries, what is wrong, its sizes, in the shape every
+    /// engine shares, with the engine's wording for the tool's output.
+    /// - Parameters:
+    ///   - folder: A store folder.
+    ///   - payloadCheck: Judges every payload, for an engine that can read them on its way
+    ///     (`nil`: headers only); an engine that checks its values otherwise ignores it.
+    ///   - progress: Told when the examination starts (only when the engine has a part in the
+    ///     folder) and how far it is.
+    /// - Returns: What was found, or `nil` when the folder holds none of this engine's files.
+    /// - Throws: `StoreError` with code `notAStore`, `unsafeDirectory` or `io`; damage is not an
+    ///   error but a problem of the inspection.
+    static func inspect(
+        folder: String,
+        checkingPayloads payloadCheck: DiskInspection.PayloadCheck?,
+        progress: (DiskInspection.Progress) -> Void
+    ) throws -> DiskInspection?
+
+    /// Removes what is wrong in this engine's part of a folder, as far as it is the engine's to
+    /// remove (`haneke verify --repair`).
+    /// - Parameters:
+    ///   - inspection: What ``inspect(folder:checkingPayloads:progress:)`` found.
+    ///   - removingForeignFiles: Whether files with names the engine never makes, in folders it
+    ///     made, are removed too.
+    /// - Returns: What was done, or `nil` when there was nothing to repair (no problems, or the
+    ///   part is gone).
+    /// - Throws: `StoreError` with code `notAStore` or `unsafeDirectory` for a folder the caller
+    ///   may not repair, `io` when a file cannot be changed.
+    static func repair(_ inspection: DiskInspection, removingForeignFiles: Bool) throws -> DiskInspection.Repair?
+
     // MARK: - A store
 
     /// The number of entries.

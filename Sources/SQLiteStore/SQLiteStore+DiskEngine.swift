@@ -1,5 +1,5 @@
 package import Foundation
-import HanekeProtocols
+package import HanekeProtocols
 package import Logging
 
 extension SQLiteStore: DiskEngine {
@@ -16,9 +16,66 @@ extension SQLiteStore: DiskEngine {
         return try SQLiteStore(directory: folder, configuration: .init(capacity: max(size, 1)), logger: logger)
     }
 
+    /// ``inspect(directory:access:)`` in the shared shape, or `nil` when the folder has no
+    /// database: its rows as entries (the key and the payload are their stored size; they take no
+    /// file of their own), its damaged rows, then an unreadable database and a damaged structure
+    /// as problems; its files (database, log and index) as its other files. Payloads are not
+    /// checked (each row's checksum is).
+    package static func inspect(
+        folder: String,
+        checkingPayloads payloadCheck: DiskInspection.PayloadCheck?,
+        progress: (DiskInspection.Progress) -> Void
+    ) throws -> DiskInspection? {
+        // A database that appears after this test is inspected all the same, without progress.
+        if FileManager.default.fileExists(atPath: folder + "/" + databaseFileName) { progress(.started) }
+        guard let inspection = try inspect(directory: folder) else { return nil }
+        let path = inspection.path
+        var problems = inspection.damagedRows.map { row in
+            DiskInspection.Problem(kind: row.reason.rawValue, label: "damaged row", path: path, id: row.id, key: row.key, reason: row.explanation)
+        }
+        if let unreadable = inspection.unreadable {
+            problems.append(DiskInspection.Problem(kind: "unreadable", label: "damaged database", path: path, reason: unreadable))
+        }
+        if let structure = inspection.structuralProblems {
+            problems.append(DiskInspection.Problem(kind: "structure", label: "damaged database", path: path, reason: structure))
+        }
+        return DiskInspection(
+            partName: partName, jsonKey: "database", filesDescription: "database, log and index", itemName: "row", folder: folder, path: path,
+            entries: inspection.entries.map { DiskInspection.Entry($0, in: path) }, problems: problems,
+            examined: inspection.entries.count + inspection.damagedRows.count, metadataSize: inspection.totalSize, foldersSize: 0,
+            engineInspection: inspection
+        )
+    }
+
+    /// ``repair(directory:access:)`` of the inspected folder, when the inspection found problems
+    /// (`nil` otherwise, or when the database is gone): a repair leaves the database sound or
+    /// removes it, so it keeps no problem.
+    package static func repair(_ inspection: DiskInspection, removingForeignFiles: Bool) throws -> DiskInspection.Repair? {
+        guard !inspection.problems.isEmpty, let outcome = try repair(directory: inspection.folder) else { return nil }
+        let path = inspection.path
+        return DiskInspection.Repair(
+            removed: outcome.deletedRows.map { row in
+                DiskInspection.Problem(kind: row.reason.rawValue, label: "damaged row", path: path, id: row.id, key: row.key, reason: row.explanation)
+            },
+            kept: [],
+            removedFiles: outcome.removedDatabase
+        )
+    }
+
     /// The database's pages in use plus the room kept for its log: ``usedSize``.
     package var trimmedSize: Int { usedSize }
 
     /// The database, its log and the log's index: ``totalSize``.
     package var allocatedSize: Int { totalSize }
+}
+
+extension DiskInspection.Entry {
+    /// A row of the database at `path`: its key and value are what it stores; it has no file of
+    /// its own.
+    init(_ entry: SQLiteStore.Entry, in path: String) {
+        self.init(
+            key: entry.key, location: path, payloadSize: entry.payloadSize, storedSize: entry.key.utf8.count + entry.payloadSize,
+            allocatedSize: 0, created: entry.created, expires: entry.expires, lastAccess: entry.lastAccess
+        )
+    }
 }
