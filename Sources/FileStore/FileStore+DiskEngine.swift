@@ -58,6 +58,21 @@ extension FileStore: DiskEngine {
 
     /// The entry files, the marker and the journal.
     package var allocatedSize: Int { totalSize + metadataSize }
+
+    /// When the session before this store's began, by the journal's record of it (read when the
+    /// folder was indexed); `nil` when none is recorded or the folder is not indexed yet.
+    package var previousSessionStart: Date? {
+        lastSessionStart.withLock { $0 }.map(Self.date)
+    }
+
+    /// ``entries()``, or ``entriesUsedInLastSession()`` (the journal records which entries the
+    /// previous session used; the session's start is not needed).
+    package func entriesToPreload(_ selection: PreloadSelection) throws -> [DiskInspection.Entry] {
+        switch selection {
+        case .all: entries().map(DiskInspection.Entry.init)
+        case .usedInLastSession: entriesUsedInLastSession().map(DiskInspection.Entry.init)
+        }
+    }
 }
 
 extension DiskInspection.Entry {

@@ -73,6 +73,30 @@ package protocol DiskEngine: BlockingEngine {
     func trim(toSize size: Int) throws
     /// Writes what the store buffers (records of uses) to disk now.
     func flush() throws
+
+    // MARK: - Preloading (a `Cache` format's memory)
+
+    /// When the session before this store's began — the previous opening of its folder, as the
+    /// engine records it — or `nil` when the engine records no sessions or none is recorded. Read
+    /// once ``BlockingEngine/waitUntilReady()`` has returned.
+    var previousSessionStart: Date? { get }
+
+    /// The entries a format's preloading reads into memory, most recently used first: every entry,
+    /// or those read or written during the previous session — by the engine's own record of it,
+    /// or, for an engine that records no sessions, those last used at or after the session's
+    /// start that another engine recorded (none when no start is known).
+    /// - Parameter selection: Which entries.
+    /// - Returns: The entries; only their keys and last accesses are used.
+    /// - Throws: `StoreError` when the engine cannot list them.
+    /// - Performs disk I/O (blocks: call it on the engine's executor, once
+    ///   ``BlockingEngine/waitUntilReady()`` has returned).
+    func entriesToPreload(_ selection: PreloadSelection) throws -> [DiskInspection.Entry]
+
+    /// The value for `key`, read without counting it or recording a use (background work such as
+    /// preloading must not look like use); `nil` for an expired entry. Nothing is changed.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged entry, `io`.
+    /// - Performs disk I/O (blocks).
+    func blockingPeekValue(forKey key: String) throws -> Data?
 }
 
 extension DiskEngine {
@@ -81,6 +105,12 @@ extension DiskEngine {
     package func totalSizeOnExecutor() async -> Int {
         await waitUntilReady()
         return (try? await executor.run { self.totalSize }) ?? 0
+    }
+
+    /// ``blockingPeekValue(forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func peekValueOnExecutor(forKey key: String) async throws -> Data? {
+        try await executor.run { try self.blockingPeekValue(forKey: key) }
     }
 
     /// ``flush()``, once the store is ready, on its executor.

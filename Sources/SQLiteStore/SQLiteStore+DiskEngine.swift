@@ -67,6 +67,49 @@ extension SQLiteStore: DiskEngine {
 
     /// The database, its log and the log's index: ``totalSize``.
     package var allocatedSize: Int { totalSize }
+
+    /// `nil`: the database records no sessions (the files' journal beside it does).
+    package var previousSessionStart: Date? { nil }
+
+    /// Every row, most recently used first (``entries()``); for the last session, the rows last
+    /// used at or after the session's start as the files' journal records it — "the values read
+    /// or written during the previous run" — and none when no start is known (as the files' store
+    /// loads none when its journal records no earlier session). A row used during the previous run
+    /// was last used then or since, so none of them is missed; a row used only in an earlier run
+    /// is not loaded.
+    package func entriesToPreload(_ selection: PreloadSelection) throws -> [DiskInspection.Entry] {
+        let path = directory + "/" + Self.databaseFileName
+        let rows: [Entry]
+        switch selection {
+        case .all: rows = try entries()
+        case .usedInLastSession(let since?): rows = try entries().filter { $0.lastAccess >= since }
+        case .usedInLastSession(nil): rows = []
+        }
+        return rows.map { DiskInspection.Entry($0, in: path) }
+    }
+
+    /// Reads the value for `key` without counting it or recording a use, and without deleting an
+    /// expired or damaged row (a read would): `nil` for an expired row.
+    /// - Throws: `StoreError` with code `corrupted` when the row is damaged, `io` when the
+    ///   database cannot be read.
+    package func blockingPeekValue(forKey key: String) throws -> Data? {
+        let id = Self.id(for: key)
+        let now = now()
+        var bytes = key
+        let row: Database.Row? = try bytes.withUTF8 { bytes in
+            try state.withLock { state in
+                guard case .found(let row) = try state.database.lookup(id: id, key: UnsafeRawBufferPointer(bytes), withValue: true) else { return nil }
+                return row
+            }
+        }
+        guard let row else { return nil }
+        if let expires = row.expires, expires <= now { return nil }
+        let value = row.value ?? Data()
+        guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
+            throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(directory)/\(Self.databaseFileName) is damaged (its value does not match its checksum)")
+        }
+        return value
+    }
 }
 
 extension DiskInspection.Entry {
