@@ -137,6 +137,7 @@ extension FileStore {
         let found = walkFolder()
         let records = journal.readForOpening()
         lastSession.withLock { $0 = Self.usedSinceLastSessionRecord(records) }
+        lastSessionStart.withLock { $0 = records.last { $0.kind == .session }?.time }
         var walked = LRUList<KeyDigest, EntryRecord>()
         for (file, lastAccess) in Self.recencyOrder(of: found, journal: records) {
             walked.setValue(

@@ -133,6 +133,9 @@ public final class FileStore: Store {
     /// The entries read or written during the previous session (after the last session record of
     /// the journal found at open). Its lock is held alone, to set or copy the set.
     let lastSession = Locked<Set<KeyDigest>>([])
+    /// When the previous session began, in milliseconds (the time of that session record), or
+    /// `nil` when none is recorded. Set with ``lastSession``; its lock is held alone.
+    let lastSessionStart = Locked<Int64?>(nil)
     /// Whether the index is complete, and what waits for it (see ``isIndexed``).
     let indexing = Indexing()
 
@@ -519,24 +522,30 @@ public final class FileStore: Store {
     /// - Returns: The value, or `nil` when there is no valid, unexpired entry.
     /// - Throws: `StoreError` with code `corrupted` for a damaged file, `io` when it cannot be read.
     public func peekValue(forKey key: String) async throws -> Data? {
-        try await executor.run { () throws -> Data? in
-            let digest = KeyDigest(key: key)
-            let now = self.now()
-            let outcome: EntryFile.Outcome<Data?>?
-            do {
-                outcome = try self.readEntry(digest, extent: .whole, knownSize: nil) { header, reader in
-                    reader.hasKey(key, header: header) && !header.isExpired(at: now) ? reader.takePayload(header: header) : nil
-                }
-            } catch let foreign as ForeignObject {
-                throw StoreError(.corrupted, "\(self.path(for: digest)) is \(foreign.reason), not an entry file")
-            } catch {
-                throw Self.ioError("Could not read \(self.path(for: digest)) for key \(Logger.describe(key))", error)
+        try await executor.run { try self.blockingPeekValue(forKey: key) }
+    }
+
+    /// ``peekValue(forKey:)``'s read, on the calling thread (blocks: disk I/O).
+    /// - Parameter key: The key.
+    /// - Returns: The value, or `nil` when there is no valid, unexpired entry.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged file, `io` when it cannot be read.
+    package func blockingPeekValue(forKey key: String) throws -> Data? {
+        let digest = KeyDigest(key: key)
+        let now = self.now()
+        let outcome: EntryFile.Outcome<Data?>?
+        do {
+            outcome = try readEntry(digest, extent: .whole, knownSize: nil) { header, reader in
+                reader.hasKey(key, header: header) && !header.isExpired(at: now) ? reader.takePayload(header: header) : nil
             }
-            switch outcome {
-            case nil: return nil
-            case .entry(let value)?: return value
-            case .damaged(let damage)?: throw StoreError(.corrupted, "\(self.path(for: digest)) is damaged: \(damage)")
-            }
+        } catch let foreign as ForeignObject {
+            throw StoreError(.corrupted, "\(path(for: digest)) is \(foreign.reason), not an entry file")
+        } catch {
+            throw Self.ioError("Could not read \(path(for: digest)) for key \(Logger.describe(key))", error)
+        }
+        switch outcome {
+        case nil: return nil
+        case .entry(let value)?: return value
+        case .damaged(let damage)?: throw StoreError(.corrupted, "\(path(for: digest)) is damaged: \(damage)")
         }
     }
 }

@@ -80,7 +80,10 @@ public struct Format<Value: Sendable>: Sendable {
 public enum PreloadPolicy: Sendable, Hashable {
     /// Nothing is preloaded.
     case none
-    /// The values read or written during the previous run of the program.
+    /// The values read or written during the previous run of the program: those the files'
+    /// journal records, and — for a format with a ``Format/smallValueThreshold`` — the small
+    /// values in its database last used since that run began (the database records no runs of
+    /// its own; the journal's record of when the run began bounds it).
     case lastSession
     /// Every value on disk, most recently used first, until memory is full.
     case all

@@ -28,6 +28,36 @@ package protocol DiskEngine: BlockingEngine {
     ///   - logger: Where the store logs.
     static func openForTrimming(inFolder folder: String, size: Int, logger: Logger) throws -> Self?
 
+    /// Examines this engine's part of the store folder `folder` without changing it, for `haneke
+    /// inspect`, `verify` and `stats`: its entries, what is wrong, its sizes, in the shape every
+    /// engine shares, with the engine's wording for the tool's output.
+    /// - Parameters:
+    ///   - folder: A store folder.
+    ///   - payloadCheck: Judges every payload, for an engine that can read them on its way
+    ///     (`nil`: headers only); an engine that checks its values otherwise ignores it.
+    ///   - progress: Told when the examination starts (only when the engine has a part in the
+    ///     folder) and how far it is.
+    /// - Returns: What was found, or `nil` when the folder holds none of this engine's files.
+    /// - Throws: `StoreError` with code `notAStore`, `unsafeDirectory` or `io`; damage is not an
+    ///   error but a problem of the inspection.
+    static func inspect(
+        folder: String,
+        checkingPayloads payloadCheck: DiskInspection.PayloadCheck?,
+        progress: (DiskInspection.Progress) -> Void
+    ) throws -> DiskInspection?
+
+    /// Removes what is wrong in this engine's part of a folder, as far as it is the engine's to
+    /// remove (`haneke verify --repair`).
+    /// - Parameters:
+    ///   - inspection: What ``inspect(folder:checkingPayloads:progress:)`` found.
+    ///   - removingForeignFiles: Whether files with names the engine never makes, in folders it
+    ///     made, are removed too.
+    /// - Returns: What was done, or `nil` when there was nothing to repair (no problems, or the
+    ///   part is gone).
+    /// - Throws: `StoreError` with code `notAStore` or `unsafeDirectory` for a folder the caller
+    ///   may not repair, `io` when a file cannot be changed.
+    static func repair(_ inspection: DiskInspection, removingForeignFiles: Bool) throws -> DiskInspection.Repair?
+
     // MARK: - A store
 
     /// The number of entries.
@@ -43,6 +73,30 @@ package protocol DiskEngine: BlockingEngine {
     func trim(toSize size: Int) throws
     /// Writes what the store buffers (records of uses) to disk now.
     func flush() throws
+
+    // MARK: - Preloading (a `Cache` format's memory)
+
+    /// When the session before this store's began — the previous opening of its folder, as the
+    /// engine records it — or `nil` when the engine records no sessions or none is recorded. Read
+    /// once ``BlockingEngine/waitUntilReady()`` has returned.
+    var previousSessionStart: Date? { get }
+
+    /// The entries a format's preloading reads into memory, most recently used first: every entry,
+    /// or those read or written during the previous session — by the engine's own record of it,
+    /// or, for an engine that records no sessions, those last used at or after the session's
+    /// start that another engine recorded (none when no start is known).
+    /// - Parameter selection: Which entries.
+    /// - Returns: The entries; only their keys and last accesses are used.
+    /// - Throws: `StoreError` when the engine cannot list them.
+    /// - Performs disk I/O (blocks: call it on the engine's executor, once
+    ///   ``BlockingEngine/waitUntilReady()`` has returned).
+    func entriesToPreload(_ selection: PreloadSelection) throws -> [DiskInspection.Entry]
+
+    /// The value for `key`, read without counting it or recording a use (background work such as
+    /// preloading must not look like use); `nil` for an expired entry. Nothing is changed.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged entry, `io`.
+    /// - Performs disk I/O (blocks).
+    func blockingPeekValue(forKey key: String) throws -> Data?
 }
 
 extension DiskEngine {
@@ -51,6 +105,12 @@ extension DiskEngine {
     package func totalSizeOnExecutor() async -> Int {
         await waitUntilReady()
         return (try? await executor.run { self.totalSize }) ?? 0
+    }
+
+    /// ``blockingPeekValue(forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func peekValueOnExecutor(forKey key: String) async throws -> Data? {
+        try await executor.run { try self.blockingPeekValue(forKey: key) }
     }
 
     /// ``flush()``, once the store is ready, on its executor.

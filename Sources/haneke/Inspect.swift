@@ -32,56 +32,62 @@ struct Inspect: ParsableCommand {
 
     func run() throws {
         let folder = try requireStoreFolder(directory)
-        let inspection = try inspect(folder, judge: nil, progress: progressOptions.line())
-        let database = try inspectDatabase(folder, progress: progressOptions.line())
+        let parts = try diskEngines.compactMap { try inspect($0, in: folder, judge: nil, progress: progressOptions.line()) }
         if json {
-            try printJSON(inspection.entries.map(EntryRow.init) + (database.map { database in database.entries.map { EntryRow($0, in: database) } } ?? []))
+            try printJSON(parts.flatMap { $0.entries.map(EntryRow.init) })
         } else {
-            printTable(
-                ["key", "file", "payload", "in file", "on disk", "created", "expires", "last access"],
-                inspection.entries.map { entry in
-                    [
-                        shown(entry.key),
-                        String(entry.path.dropFirst(folder.count + 1)),
-                        ByteSize.format(entry.payloadSize),
-                        ByteSize.format(entry.storedSize),
-                        ByteSize.format(entry.allocatedSize),
-                        entry.created.iso8601,
-                        entry.expires?.iso8601 ?? "never",
-                        entry.lastAccess?.iso8601 ?? "—",
-                    ]
-                },
-                rightAligned: [2, 3, 4]
-            )
-            let inFiles = inspection.entries.reduce(0) { $0 + $1.storedSize }
-            let onDisk = inspection.entries.reduce(0) { $0 + $1.allocatedSize }
-            print("\n\(inspection.entries.count) entries, \(ByteSize.format(inFiles)) in files, \(ByteSize.format(onDisk)) on disk")
-            if let database { Self.printDatabase(database) }
+            for part in parts {
+                if let name = part.partName { Self.printPart(part, named: name) } else { Self.printFolder(part, folder) }
+            }
         }
-        let problems = inspection.problems.count + (database?.problemCount ?? 0)
+        let problems = parts.reduce(0) { $0 + $1.problems.count }
         if problems > 0 {
             printError("\(problems) problem(s) found; run `\(toolInvocation) verify \(shown(folder))` for details")
         }
     }
 
-    /// The database's section of the table.
-    static func printDatabase(_ database: SQLiteStore.Inspection) {
-        print("\nin the database \(shown(database.path)):\n")
+    /// The folder's own part: a row per entry file, then the files' totals.
+    static func printFolder(_ part: DiskInspection, _ folder: String) {
+        printTable(
+            ["key", "file", "payload", "in file", "on disk", "created", "expires", "last access"],
+            part.entries.map { entry in
+                [
+                    shown(entry.key),
+                    String(entry.location.dropFirst(folder.count + 1)),
+                    ByteSize.format(entry.payloadSize),
+                    ByteSize.format(entry.storedSize),
+                    ByteSize.format(entry.allocatedSize),
+                    entry.created.iso8601,
+                    entry.expires?.iso8601 ?? "never",
+                    entry.lastAccess?.iso8601 ?? "—",
+                ]
+            },
+            rightAligned: [2, 3, 4]
+        )
+        let inFiles = part.entries.reduce(0) { $0 + $1.storedSize }
+        let onDisk = part.entries.reduce(0) { $0 + $1.allocatedSize }
+        print("\n\(part.entries.count) entries, \(ByteSize.format(inFiles)) in files, \(ByteSize.format(onDisk)) on disk")
+    }
+
+    /// A named part's section of the table ("in the database <path>:"), its entries sharing its
+    /// files.
+    static func printPart(_ part: DiskInspection, named name: String) {
+        print("\nin \(name) \(shown(part.path)):\n")
         printTable(
             ["key", "payload", "created", "expires", "last access"],
-            database.entries.map { entry in
+            part.entries.map { entry in
                 [
                     shown(entry.key),
                     ByteSize.format(entry.payloadSize),
                     entry.created.iso8601,
                     entry.expires?.iso8601 ?? "never",
-                    entry.lastAccess.iso8601,
+                    entry.lastAccess?.iso8601 ?? "—",
                 ]
             },
             rightAligned: [1]
         )
-        let payloads = database.entries.reduce(0) { $0 + $1.payloadSize }
-        print("\n\(database.entries.count) entries in the database, \(ByteSize.format(payloads)) of payloads, \(ByteSize.format(database.totalSize)) on disk (database, log and index)")
+        let payloads = part.entries.reduce(0) { $0 + $1.payloadSize }
+        print("\n\(part.entries.count) entries in \(name), \(ByteSize.format(payloads)) of payloads, \(ByteSize.format(part.allocatedSize)) on disk (\(part.filesDescription))")
     }
 
     /// One entry as JSON: every field always present, `null` when absent.
@@ -95,23 +101,13 @@ struct Inspect: ParsableCommand {
         var expires: OrNull<Date>
         var lastAccess: OrNull<Date>
 
-        init(_ entry: FileStore.Entry) {
+        /// An entry of any part: `file` is its own file, or the one it shares.
+        init(_ entry: DiskInspection.Entry) {
             key = entry.key
-            file = entry.path
+            file = entry.location
             payloadSize = entry.payloadSize
             storedSize = entry.storedSize
             allocatedSize = entry.allocatedSize
-            created = entry.created
-            expires = OrNull(entry.expires)
-            lastAccess = OrNull(entry.lastAccess)
-        }
-
-        init(_ entry: SQLiteStore.Entry, in database: SQLiteStore.Inspection) {
-            key = entry.key
-            file = database.path
-            payloadSize = entry.payloadSize
-            storedSize = entry.key.utf8.count + entry.payloadSize
-            allocatedSize = 0
             created = entry.created
             expires = OrNull(entry.expires)
             lastAccess = OrNull(entry.lastAccess)

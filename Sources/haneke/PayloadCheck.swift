@@ -35,7 +35,8 @@ enum PayloadCheck {
 /// Judges every payload of a folder during the one walk that reads them (each file is read once):
 /// as asked, or — `auto` — both ways, keeping the reading the majority decides once every payload
 /// has been seen (a compressed store's folder holds LZ4 frames). Also adds up what `stats` shows.
-/// Used on one thread, inside `FileStore.inspect`'s callback.
+/// Used on one thread, inside an engine's examination (`DiskEngine.inspect`, whose payload check
+/// it is).
 final class PayloadJudge {
     /// The sizes of the unexpired values, as `stats` shows them.
     struct Tally {
@@ -69,9 +70,9 @@ final class PayloadJudge {
         self.now = now
     }
 
-    /// Judges one payload: `FileStore.inspect`'s `validatingPayloads` callback.
+    /// Judges one payload: the check of ``payloadCheck``.
     /// - Returns: Why the payload is damaged, when that is known already; `nil` otherwise.
-    func judge(_ entry: FileStore.Entry, _ payload: Data) -> String? {
+    func judge(_ entry: DiskInspection.Entry, _ payload: Data) -> String? {
         seen += 1
         if LZ4Frame.looksLikeFrame(payload) { looksLikeFrames += 1 }
         let live = (entry.expires ?? .distantFuture) > now
@@ -80,7 +81,7 @@ final class PayloadJudge {
         switch PayloadCheck.checkFrame(payload, limit: limit) {
         case .damaged(let reason):
             guard payloads == .auto else { return reason }
-            damageAsFrames[entry.path] = reason
+            damageAsFrames[entry.location] = reason
         case .frame(let contentSize):
             guard live else { break }
             asFrames.frames += 1
@@ -102,10 +103,15 @@ final class PayloadJudge {
     /// The sizes of the unexpired values, by the reading kept.
     var tally: Tally { expectsFrames ? asFrames : asRaw }
 
-    /// Ends the walk: with `auto`, moves the entries that are damaged when read as frames to the
-    /// problems if the majority are frames.
-    func finish(_ inspection: inout FileStore.Inspection) {
-        if payloads == .auto, expectsFrames { inspection.markDamaged(damageAsFrames) }
+    /// Ends the walk: with `auto`, the entries that are damaged when read as frames, by location,
+    /// if the majority are frames (the engine moves them to the problems); none otherwise.
+    var damageFoundAtTheEnd: [String: String] {
+        payloads == .auto && expectsFrames ? damageAsFrames : [:]
+    }
+
+    /// The judge as an engine's payload check.
+    var payloadCheck: DiskInspection.PayloadCheck {
+        DiskInspection.PayloadCheck(check: { self.judge($0, $1) }, damageFoundAtTheEnd: { self.damageFoundAtTheEnd })
     }
 }
 
@@ -116,24 +122,4 @@ struct PayloadOptions: ParsableArguments {
 
     @Option(parsing: .unconditional, help: ArgumentHelp("The most bytes a value may decompress to (a frame that claims more is a problem); the library's default, 64M.", valueName: "size"))
     var decompressionLimit = ByteSize(bytes: 64 << 20)
-}
-
-/// Walks a store folder once with `FileStore.inspect`, showing progress on a terminal; with a
-/// judge, every payload is read and judged on the way.
-/// - Parameters:
-///   - folder: A store's folder.
-///   - judge: Judges the payloads; `nil` to read headers only.
-///   - progress: The status line.
-/// - Returns: What the walk found, the judge's verdicts included.
-func inspect(_ folder: String, judge: PayloadJudge?, progress: ProgressLine) throws -> FileStore.Inspection {
-    defer { progress.end() }
-    progress.show("listing \(shown(folder))…", now: true)
-    let verb = judge == nil ? "read" : "checked"
-    var inspection = try FileStore.inspect(
-        directory: folder,
-        validatingPayloads: judge.map { judge in { judge.judge($0, $1) } },
-        progress: { examined, total in progress.show("\(verb) \(examined) of \(total) files") }
-    )
-    judge?.finish(&inspection)
-    return inspection
 }

@@ -40,13 +40,16 @@ struct Stats: ParsableCommand {
         // One walk: the payloads come with the entries, each decoded within the limit, never sized
         // by what its frame claims; damage counts among the problems exactly as `verify` finds it.
         let judge = PayloadJudge(payloadOptions, now: now)
-        let inspection = try inspect(folder, judge: judge, progress: progressOptions.line())
-        let database = try inspectDatabase(folder, progress: progressOptions.line())
-        let summary = Summary(folder, inspection, judge.tally, database: database, now: now)
+        let parts = try diskEngines.compactMap { try inspect($0, in: folder, judge: judge, progress: progressOptions.line()) }
+        guard let files = parts.first(where: { $0.partName == nil }) else {
+            throw ToolError.problems("\(shown(folder)) has no part of its own")
+        }
+        let summary = Summary(folder, files, judge.tally, named: parts.filter { $0.partName != nil }, now: now)
         if json { return try printJSON(summary) }
         var rows: [[String]] = [["entries", "\(summary.entries)"]]
-        if let database = summary.database {
-            rows += [["  in files", "\(summary.entries - database.entries)"], ["  in the database", "\(database.entries)"]]
+        if !summary.named.isEmpty {
+            rows.append(["  in files", "\(files.entries.count)"])
+            rows += summary.named.map { ["  in \($0.name)", "\($0.part.entries)"] }
         }
         rows += [
             ["on disk (du)", ByteSize.format(summary.allocatedSize)],
@@ -54,9 +57,7 @@ struct Stats: ParsableCommand {
             ["  marker and journal", ByteSize.format(summary.metadataAllocatedSize)],
             ["  folders", ByteSize.format(summary.foldersAllocatedSize)],
         ]
-        if let database = summary.database {
-            rows.append(["  database, log and index", ByteSize.format(database.allocatedSize)])
-        }
+        rows += summary.named.map { ["  \($0.filesDescription)", ByteSize.format($0.part.allocatedSize)] }
         rows += [
             ["in files", ByteSize.format(summary.storedSize)],
             ["payloads", ByteSize.format(summary.payloadSize)],
@@ -103,31 +104,44 @@ struct Stats: ParsableCommand {
         var newest: OrNull<Date>
         /// The problems found.
         var problems: Int
-        /// The folder's SQLite database, when it has one (left out of the JSON otherwise).
-        var database: Database?
+        /// The folder's named parts (its SQLite database), each an object under its key (left out
+        /// of the JSON when there are none).
+        var named: [Named]
 
-        /// What `stats` shows of the database.
-        struct Database: Encodable {
+        /// What `stats` shows of a named part (the database).
+        struct Named {
+            /// How the output names the part ("the database").
+            var name: String
+            /// Its key in JSON (`database`).
+            var key: String
+            /// What its files are ("database, log and index").
+            var filesDescription: String
+            /// Its figures.
+            var part: Part
+        }
+
+        /// The figures of a named part, as JSON shows them.
+        struct Part: Encodable {
             /// Its valid entries.
             var entries: Int
-            /// The bytes the database, its log and the log's index take on disk.
+            /// The bytes its files (the database, its log and the log's index) take on disk.
             var allocatedSize: Int
             /// The payloads' lengths.
             var payloadSize: Int
             /// Its expired entries.
             var expired: Int
-            /// Its damaged rows, plus one for a damaged structure or an unreadable database.
+            /// Its problems: damaged rows, plus one for a damaged structure or an unreadable database.
             var problems: Int
         }
 
         /// Sums up a walk.
-        init(_ folder: String, _ inspection: FileStore.Inspection, _ tally: PayloadJudge.Tally, database sqlite: SQLiteStore.Inspection?, now: Date) {
-            let entries = inspection.entries
+        init(_ folder: String, _ files: DiskInspection, _ tally: PayloadJudge.Tally, named parts: [DiskInspection], now: Date) {
+            let entries = files.entries
             directory = folder
             self.entries = entries.count
             entryFilesAllocatedSize = entries.reduce(0) { $0 + $1.allocatedSize }
-            metadataAllocatedSize = inspection.metadataSize
-            foldersAllocatedSize = inspection.foldersSize
+            metadataAllocatedSize = files.metadataSize
+            foldersAllocatedSize = files.foldersSize
             allocatedSize = entryFilesAllocatedSize + metadataAllocatedSize + foldersAllocatedSize
             storedSize = entries.reduce(0) { $0 + $1.storedSize }
             payloadSize = entries.reduce(0) { $0 + $1.payloadSize }
@@ -137,24 +151,50 @@ struct Stats: ParsableCommand {
             expired = entries.filter { ($0.expires ?? .distantFuture) <= now }.count
             oldest = OrNull(entries.map(\.created).min())
             newest = OrNull(entries.map(\.created).max())
-            problems = inspection.problems.count
-            guard let sqlite else { return }
-            let rows = sqlite.entries
-            let database = Database(
-                entries: rows.count,
-                allocatedSize: sqlite.totalSize,
-                payloadSize: rows.reduce(0) { $0 + $1.payloadSize },
-                expired: rows.filter { ($0.expires ?? .distantFuture) <= now }.count,
-                problems: sqlite.problemCount
-            )
-            self.database = database
-            self.entries += database.entries
-            allocatedSize += database.allocatedSize
-            payloadSize += database.payloadSize
-            expired += database.expired
-            oldest = OrNull((entries.map(\.created) + rows.map(\.created)).min())
-            newest = OrNull((entries.map(\.created) + rows.map(\.created)).max())
-            problems += database.problems
+            problems = files.problems.count
+            named = []
+            var created = entries.map(\.created)
+            for inspection in parts {
+                let rows = inspection.entries
+                let part = Part(
+                    entries: rows.count,
+                    allocatedSize: inspection.allocatedSize,
+                    payloadSize: rows.reduce(0) { $0 + $1.payloadSize },
+                    expired: rows.filter { ($0.expires ?? .distantFuture) <= now }.count,
+                    problems: inspection.problems.count
+                )
+                named.append(Named(name: inspection.partName ?? "", key: inspection.jsonKey, filesDescription: inspection.filesDescription, part: part))
+                self.entries += part.entries
+                allocatedSize += part.allocatedSize
+                payloadSize += part.payloadSize
+                expired += part.expired
+                created += rows.map(\.created)
+                oldest = OrNull(created.min())
+                newest = OrNull(created.max())
+                problems += part.problems
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: JSONKey.self)
+            try container.encode(directory, forKey: "directory")
+            try container.encode(entries, forKey: "entries")
+            try container.encode(allocatedSize, forKey: "allocatedSize")
+            try container.encode(entryFilesAllocatedSize, forKey: "entryFilesAllocatedSize")
+            try container.encode(metadataAllocatedSize, forKey: "metadataAllocatedSize")
+            try container.encode(foldersAllocatedSize, forKey: "foldersAllocatedSize")
+            try container.encode(storedSize, forKey: "storedSize")
+            try container.encode(payloadSize, forKey: "payloadSize")
+            try container.encode(lz4Frames, forKey: "lz4Frames")
+            try container.encode(uncompressedSize, forKey: "uncompressedSize")
+            try container.encode(lz4Ratio, forKey: "lz4Ratio")
+            try container.encode(expired, forKey: "expired")
+            try container.encode(oldest, forKey: "oldest")
+            try container.encode(newest, forKey: "newest")
+            try container.encode(problems, forKey: "problems")
+            for part in named {
+                try container.encode(part.part, forKey: JSONKey(part.key))
+            }
         }
     }
 }

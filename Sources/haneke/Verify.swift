@@ -60,108 +60,71 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         let folder = try requireStoreFolder(directory)
-        let inspection = try inspect(folder, judge: PayloadJudge(payloadOptions), progress: progressOptions.line())
-        let outcome = repair && !inspection.problems.isEmpty
-            ? try FileStore.repair(inspection.problems, removingForeignFiles: removeForeign)
-            : nil
-        let database = try inspectDatabase(folder, progress: progressOptions.line())
-        let databaseRepair = repair && (database?.problemCount ?? 0) > 0 ? try SQLiteStore.repair(directory: folder) : nil
-        // A repair leaves the database sound, or removes it.
-        let databaseRemaining = databaseRepair == nil ? database?.problemCount ?? 0 : 0
-        let filesRemaining: Int = outcome?.kept.count ?? inspection.problems.count
-        let remaining = filesRemaining + databaseRemaining
+        let judge = PayloadJudge(payloadOptions)
+        // Each part examined, then repaired, in the engines' order; a repair that keeps nothing
+        // (the database's: it leaves it sound, or removes it) leaves no problem.
+        var checked: [Report.Part] = []
+        for engine in diskEngines {
+            guard let part = try inspect(engine, in: folder, judge: judge, progress: progressOptions.line()) else { continue }
+            let outcome = repair && !part.problems.isEmpty ? try engine.repair(part, removingForeignFiles: removeForeign) : nil
+            checked.append(Report.Part(inspection: part, repair: outcome, remaining: outcome?.kept.count ?? part.problems.count))
+        }
+        guard let files = checked.first(where: { $0.inspection.partName == nil }) else {
+            throw ToolError.problems("\(shown(folder)) has no part of its own")
+        }
+        let remaining = checked.reduce(0) { $0 + $1.remaining }
         if json {
-            var report = Report(folder, inspection, outcome, remaining: remaining)
-            report.database = database.map { DatabaseReport($0, databaseRepair, remaining: databaseRemaining) }
-            try printJSON(report)
+            try printJSON(Report(folder, files, named: checked.filter { $0.inspection.partName != nil }, remaining: remaining))
         } else {
-            for problem in inspection.problems {
-                print(Self.line(problem))
+            for part in checked {
+                if let name = part.inspection.partName { Self.printPart(part, named: name) } else { Self.printFolder(part) }
             }
-            print("\(inspection.filesExamined) files checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
-            if let outcome {
-                print("repaired: removed \(outcome.removed.count) path(s)")
-                if !outcome.kept.isEmpty { print("kept \(outcome.kept.count) path(s):") }
-                for kept in outcome.kept {
-                    print("  \(shown(kept.problem.path)): \(kept.reason)")
-                }
-            }
-            if let database { Self.printDatabase(database, databaseRepair) }
         }
         if remaining > 0 { throw ExitStatus.problems }
     }
 
-    /// The database's problems, its summary line and what a repair did.
-    static func printDatabase(_ database: SQLiteStore.Inspection, _ repair: SQLiteStore.Repair?) {
-        for row in database.damagedRows {
-            print("damaged row: \(shown(database.path)): \(row.shownRow): \(row.explanation)")
+    /// The folder's own part: its problems, its summary line and what a repair did.
+    static func printFolder(_ part: Report.Part) {
+        let inspection = part.inspection
+        for problem in inspection.problems {
+            print(problem.line(itemName: inspection.itemName))
         }
-        if let unreadable = database.unreadable { print("damaged database: \(shown(database.path)): \(unreadable)") }
-        if let structure = database.structuralProblems { print("damaged database: \(shown(database.path)): \(structure)") }
-        let checked = database.entries.count + database.damagedRows.count
-        print("the database: \(checked) rows checked, \(database.entries.count) valid, \(database.problemCount) problem(s)")
-        if let repair {
-            print("repaired the database: deleted \(repair.deletedRows.count) row(s)\(repair.removedDatabase ? ", removed the database files" : "")")
-        }
-    }
-
-    /// What `verify --json` prints of the folder's database.
-    struct DatabaseReport: Encodable {
-        /// One problem of the database.
-        struct Problem: Encodable {
-            /// checksumMismatch, keyDoesNotMatchID, keyNotUTF8, structure or unreadable.
-            var kind: String
-            /// The damaged row's id, or `null`.
-            var id: OrNull<Int64>
-            /// The damaged row's key, or `null`.
-            var key: OrNull<String>
-            /// Why it is a problem.
-            var reason: String
-        }
-
-        /// What a repair did.
-        struct Repair: Encodable {
-            /// The damaged rows deleted.
-            var deletedRows: Int
-            /// Whether the database files were removed.
-            var removedDatabase: Bool
-        }
-
-        /// The database's path.
-        var path: String
-        /// The rows read.
-        var rowsChecked: Int
-        /// The valid rows.
-        var valid: Int
-        /// Every problem found.
-        var problems: [Problem]
-        /// What `--repair` did, or `null`.
-        var repair: OrNull<Repair>
-        /// The problems left.
-        var remaining: Int
-
-        /// The report of the database.
-        init(_ database: SQLiteStore.Inspection, _ outcome: SQLiteStore.Repair?, remaining: Int) {
-            path = database.path
-            rowsChecked = database.entries.count + database.damagedRows.count
-            valid = database.entries.count
-            problems = database.damagedRows.map { Problem(kind: $0.reason.rawValue, id: OrNull($0.id), key: OrNull($0.key), reason: $0.explanation) }
-            if let unreadable = database.unreadable { problems.append(Problem(kind: "unreadable", id: OrNull(nil), key: OrNull(nil), reason: unreadable)) }
-            if let structure = database.structuralProblems { problems.append(Problem(kind: "structure", id: OrNull(nil), key: OrNull(nil), reason: structure)) }
-            repair = OrNull(outcome.map { Repair(deletedRows: $0.deletedRows.count, removedDatabase: $0.removedDatabase) })
-            self.remaining = remaining
+        print("\(inspection.examined) files checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
+        if let outcome = part.repair {
+            print("repaired: removed \(outcome.removed.count) path(s)")
+            if !outcome.kept.isEmpty { print("kept \(outcome.kept.count) path(s):") }
+            for kept in outcome.kept {
+                print("  \(shown(kept.problem.path)): \(kept.reason)")
+            }
         }
     }
 
-    /// A problem on one line, its path escaped (a foreign file's name is anyone's; the reason
-    /// shows a key already escaped and cut).
-    static func line(_ problem: FileStore.Problem) -> String {
-        "\(problem.kind.rawValue): \(shown(problem.path)): \(problem.reason)"
+    /// A named part ("the database"): its problems, its summary line and what a repair did.
+    static func printPart(_ part: Report.Part, named name: String) {
+        let inspection = part.inspection
+        for problem in inspection.problems {
+            print(problem.line(itemName: inspection.itemName))
+        }
+        print("\(name): \(inspection.examined) \(inspection.itemName)s checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
+        if let outcome = part.repair {
+            print("repaired \(name): deleted \(outcome.removed.count) \(inspection.itemName)(s)\(outcome.removedFiles ? ", removed \(name) files" : "")")
+        }
     }
 
-    /// What `verify --json` prints.
+    /// What `verify --json` prints: the folder's own part at the top, each named part as an
+    /// object under its key (`database`, only for a folder that has one).
     struct Report: Encodable {
-        /// One problem.
+        /// One part as examined and repaired.
+        struct Part {
+            /// What the examination found.
+            var inspection: DiskInspection
+            /// What `--repair` did, or `nil`.
+            var repair: DiskInspection.Repair?
+            /// The part's problems left.
+            var remaining: Int
+        }
+
+        /// One problem of the folder's own part.
         struct Problem: Encodable {
             /// Its kind: damaged, wrongName, notAFile, leftover or foreign.
             var kind: String
@@ -171,8 +134,8 @@ struct Verify: ParsableCommand {
             var reason: String
 
             /// A problem as JSON.
-            init(_ problem: FileStore.Problem) {
-                kind = problem.kind.rawValue
+            init(_ problem: DiskInspection.Problem) {
+                kind = problem.kind
                 path = problem.path
                 reason = problem.reason
             }
@@ -208,24 +171,77 @@ struct Verify: ParsableCommand {
         var problems: [Problem]
         /// What `--repair` did, or `null`.
         var repair: OrNull<Repair>
-        /// The problems left after the run.
+        /// The problems left after the run, in every part.
         var remaining: Int
-        /// The folder's database, when it has one (left out of the JSON otherwise).
-        var database: DatabaseReport?
+        /// The named parts (left out of the JSON when there are none).
+        var named: [NamedPart]
 
         /// The report of a run.
-        init(_ folder: String, _ inspection: FileStore.Inspection, _ outcome: FileStore.Repair?, remaining: Int) {
+        init(_ folder: String, _ files: Part, named: [Part], remaining: Int) {
             directory = folder
-            filesExamined = inspection.filesExamined
-            valid = inspection.entries.count
-            problems = inspection.problems.map { Problem($0) }
-            repair = OrNull(outcome.map { outcome in
+            filesExamined = files.inspection.examined
+            valid = files.inspection.entries.count
+            problems = files.inspection.problems.map { Problem($0) }
+            repair = OrNull(files.repair.map { outcome in
                 Repair(
                     removed: outcome.removed.map { Problem($0) },
-                    kept: outcome.kept.map { Kept(kind: $0.problem.kind.rawValue, path: $0.problem.path, reason: $0.problem.reason, keptBecause: $0.reason) }
+                    kept: outcome.kept.map { Kept(kind: $0.problem.kind, path: $0.problem.path, reason: $0.problem.reason, keptBecause: $0.reason) }
                 )
             })
             self.remaining = remaining
+            self.named = named.map(NamedPart.init)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: JSONKey.self)
+            try container.encode(directory, forKey: "directory")
+            try container.encode(filesExamined, forKey: "filesExamined")
+            try container.encode(valid, forKey: "valid")
+            try container.encode(problems, forKey: "problems")
+            try container.encode(repair, forKey: "repair")
+            try container.encode(remaining, forKey: "remaining")
+            for part in named {
+                try container.encode(part, forKey: JSONKey(part.part.inspection.jsonKey))
+            }
+        }
+    }
+
+    /// What `verify --json` prints of a named part (the database): path, `<item>sChecked`
+    /// (rowsChecked), valid, problems (kind, id, key, reason; id and key null for a problem of
+    /// the whole part), repair (null, or `deleted<Item>s` and `removed<Key>`: deletedRows and
+    /// removedDatabase) and remaining.
+    struct NamedPart: Encodable {
+        /// One problem of the part.
+        struct Problem: Encodable {
+            /// checksumMismatch, keyDoesNotMatchID, keyNotUTF8, structure or unreadable.
+            var kind: String
+            /// The damaged row's id, or `null`.
+            var id: OrNull<Int64>
+            /// The damaged row's key, or `null`.
+            var key: OrNull<String>
+            /// Why it is a problem.
+            var reason: String
+        }
+
+        /// The part as examined and repaired.
+        var part: Report.Part
+
+        func encode(to encoder: any Encoder) throws {
+            let inspection = part.inspection
+            let item = inspection.itemName.capitalizedFirst
+            var container = encoder.container(keyedBy: JSONKey.self)
+            try container.encode(inspection.path, forKey: "path")
+            try container.encode(inspection.examined, forKey: JSONKey("\(inspection.itemName)sChecked"))
+            try container.encode(inspection.entries.count, forKey: "valid")
+            try container.encode(inspection.problems.map { Problem(kind: $0.kind, id: OrNull($0.id), key: OrNull($0.key), reason: $0.reason) }, forKey: "problems")
+            if let outcome = part.repair {
+                var repair = container.nestedContainer(keyedBy: JSONKey.self, forKey: "repair")
+                try repair.encode(outcome.removed.count, forKey: JSONKey("deleted\(item)s"))
+                try repair.encode(outcome.removedFiles, forKey: JSONKey("removed\(inspection.jsonKey.capitalizedFirst)"))
+            } else {
+                try container.encodeNil(forKey: "repair")
+            }
+            try container.encode(part.remaining, forKey: "remaining")
         }
     }
 }

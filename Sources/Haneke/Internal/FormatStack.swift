@@ -28,12 +28,15 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
 
     /// The format's disk layers that are open: the database of small values first, then the files.
     var openDiskEngines: [any DiskEngine] {
-        get async {
-            var engines: [any DiskEngine] = []
-            if let small = await small?.base { engines.append(small) }
-            if let disk = await disk?.base { engines.append(disk) }
-            return engines
-        }
+        get async { await Self.openDiskEngines(small: small, disk: disk) }
+    }
+
+    /// Those of `small` and `disk` that are open, once they have opened: `small` first.
+    static func openDiskEngines(small: OpeningStore<SQLiteStore>?, disk: OpeningStore<FileStore>?) async -> [any DiskEngine] {
+        var engines: [any DiskEngine] = []
+        if let small = await small?.base { engines.append(small) }
+        if let disk = await disk?.base { engines.append(disk) }
+        return engines
     }
 
     init(format: Format<Value>, store: AnyStore<String, Value>, logger: Logger, fetcherCounter: StatisticsCounter) {
@@ -111,7 +114,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     }
 
     /// Starts loading values from disk into memory, as the format's preload policy says, once the
-    /// disk layer is open.
+    /// disk layers are open: from each of them (``openDiskEngines``), most recently used first.
     mutating func startPreloading(logger: Logger) {
         guard format.preloadPolicy != .none, let memory, let disk else { return }
         let policy = format.preloadPolicy
@@ -123,9 +126,11 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             decode = { try Value.convertFromData($0) }
         }
         let writes = path.writes
+        let small = self.small
         preload = Task(priority: .background) {
-            guard let files = await disk.base else { return }
-            await Preloader.run(policy: policy, format: format, disk: files, memory: memory, decode: decode, writes: writes, logger: logger)
+            let engines = await Self.openDiskEngines(small: small, disk: disk)
+            guard !engines.isEmpty else { return }
+            await Preloader.run(policy: policy, format: format, engines: engines, memory: memory, decode: decode, writes: writes, logger: logger)
         }
     }
 }
