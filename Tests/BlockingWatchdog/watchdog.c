@@ -170,6 +170,7 @@ static Node *spareNodes;
 static int idleWorkers;
 
 static void enqueueReady(SwiftJob *job) {
+    uint64_t enqueuedAt = now(CLOCK_MONOTONIC);   // read before the lock, which every job takes
     pthread_mutex_lock(&queueLock);
     Node *node = spareNodes;
     if (node) {
@@ -179,7 +180,7 @@ static void enqueueReady(SwiftJob *job) {
     }
     node->next = NULL;
     node->job = job;
-    node->enqueuedAt = now(CLOCK_MONOTONIC);
+    node->enqueuedAt = enqueuedAt;
     if (queueTail) {
         queueTail->next = node;
     } else {
@@ -580,19 +581,25 @@ static void raiseTo(_Atomic uint64_t *largest, uint64_t value) {
     }
 }
 
+/// A job that held its thread `wall` (`cpu` of it on a CPU), with the stack the sampler took while
+/// it ran, or else, when `orAsleep`, the first it caught it asleep in.
+static Kept heldJob(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t cpu, Wait wait, int orAsleep) {
+    Kept entry = {worker->tag, {0, wall, cpu, 0, 0}, wait, {0, {0}}};
+    if (worker->busyStackSequence == sequence) {
+        entry.measured.stack_taken = 1;
+        entry.stack = worker->busyStack;
+    } else if (orAsleep && worker->stacksSequence == sequence && worker->stackCount > 0) {
+        entry.measured.stack_taken = 1;
+        entry.stack = worker->stacks[0];
+    }
+    return entry;
+}
+
 /// Keeps a job among the ones that held a thread longest.
 static void noteHeld(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t cpu) {
     pthread_mutex_lock(&recordLock);
     if (wall > busiest[busiestCapacity - 1].measured.wall_nanoseconds) {
-        Kept entry = {worker->tag, {0, wall, cpu, 0, 0}, waitBlocking, {0, {0}}};
-        if (worker->busyStackSequence == sequence) {
-            entry.measured.stack_taken = 1;
-            entry.stack = worker->busyStack;
-        } else if (worker->stacksSequence == sequence && worker->stackCount > 0) {
-            // Asleep rather than busy: the first stack the sampler caught it in.
-            entry.measured.stack_taken = 1;
-            entry.stack = worker->stacks[0];
-        }
+        Kept entry = heldJob(worker, sequence, wall, cpu, waitBlocking, 1);
         int index = busiestCapacity - 1;
         while (index > 0 && busiest[index - 1].measured.wall_nanoseconds < wall) {
             busiest[index] = busiest[index - 1];
@@ -606,11 +613,7 @@ static void noteHeld(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t 
 /// Keeps a job that computed longer than the CPU limit as an offender, with the stack the sampler
 /// took while it ran.
 static void recordBusy(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t cpu) {
-    Kept entry = {0, {0, wall, cpu, 0, 0}, waitNone, {0, {0}}};
-    if (worker->busyStackSequence == sequence) {
-        entry.measured.stack_taken = 1;
-        entry.stack = worker->busyStack;
-    }
+    Kept entry = heldJob(worker, sequence, wall, cpu, waitNone, 0);
     pthread_mutex_lock(&recordLock);
     atomic_fetch_add(&offenderTotal, 1);
     if (offenderCount < offenderCapacity) offenders[offenderCount++] = entry;
@@ -776,6 +779,14 @@ static void *runSampler(void *unused) {
 
 // MARK: - Installing and reporting
 
+/// Prints a kept job's stack, when one was taken, to stderr.
+static void printStack(const Kept *entry) {
+    if (!entry->measured.stack_taken) return;
+    static char stack[stackTextCapacity];
+    describeStack(entry, stack, sizeof stack);
+    fputs(stack, stderr);
+}
+
 static void report(void) {
     if (!watching || atomic_load(&jobsRun) == 0) return;
     fflush(stdout);
@@ -801,11 +812,7 @@ static void report(void) {
         fprintf(stderr, "blocking watchdog: a job held its thread %.0f ms (on a CPU %.0f ms)%s%s\n", job->wall_nanoseconds / 1e6,
                 job->cpu_nanoseconds / 1e6, busiest[index].tag != 0 ? " (kept for a test of the watchdog)" : "",
                 job->stack_taken ? ", running:" : "");
-        if (job->stack_taken) {
-            static char stack[stackTextCapacity];
-            describeStack(&busiest[index], stack, sizeof stack);
-            fputs(stack, stderr);
-        }
+        printStack(&busiest[index]);
     }
     if (total == 0) {
         pthread_mutex_unlock(&recordLock);
@@ -818,22 +825,14 @@ static void report(void) {
             fprintf(stderr, "  a job computed %.0f ms on a CPU (limit %.0f ms; it held its thread %.0f ms)%s\n",
                     job->cpu_nanoseconds / 1e6, cpuLimitNanoseconds / 1e6, job->wall_nanoseconds / 1e6,
                     job->stack_taken ? ", running:" : " (its stack was not caught)");
-            if (job->stack_taken) {
-                static char stack[stackTextCapacity];
-                describeStack(&offenders[index], stack, sizeof stack);
-                fputs(stack, stderr);
-            }
+            printStack(&offenders[index]);
             continue;
         }
         fprintf(stderr, "  a job slept %.1f ms (wall %.1f ms, on a CPU %.1f ms)%s\n", job->slept_nanoseconds / 1e6,
                 job->wall_nanoseconds / 1e6, job->cpu_nanoseconds / 1e6,
                 !job->stack_taken ? " (its stack was not caught)"
                 : offenders[index].wait == waitShort ? ", waiting for a lock, a file name or a page in:" : ", asleep in:");
-        if (job->stack_taken) {
-            static char stack[stackTextCapacity];
-            describeStack(&offenders[index], stack, sizeof stack);
-            fputs(stack, stderr);
-        }
+        printStack(&offenders[index]);
     }
     pthread_mutex_unlock(&recordLock);
     fflush(stderr);
