@@ -118,9 +118,7 @@ public enum ChildProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        let inputPipe = Pipe()
+        let (out, err, inputPipe) = try await pipes()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : inputPipe
@@ -154,9 +152,8 @@ public enum ChildProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardInput = Pipe()
+        let (out, err, inputPipe) = try await pipes()
+        process.standardInput = inputPipe
         process.standardOutput = out
         process.standardError = err
         let child = Running(process: process, output: out, errors: err)
@@ -169,6 +166,12 @@ public enum ChildProcess {
             throw error
         }
         return child
+    }
+
+    /// Three pipes, made on a thread of their own: `pipe(2)` allocates in the kernel and can sleep
+    /// there (10 ms seen in CI, under load).
+    private static func pipes() async throws -> (Pipe, Pipe, Pipe) {
+        try await offThePool { (Pipe(), Pipe(), Pipe()) }
     }
 
     /// Starts a process on a thread of its own: `posix_spawn` sleeps until the child has replaced
