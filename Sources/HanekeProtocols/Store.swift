@@ -55,6 +55,56 @@ public protocol Store<Key, Value>: Sendable {
     /// - Throws: `StoreError` when the store failed.
     func removeAll() async throws
 
+    /// Returns the entry for `key` — its value passed through `transform`, with its expiry, the
+    /// time it was stored and its metadata — or `nil` when there is none or it has expired.
+    ///
+    /// Stores that keep attributes implement this; the default reads the value and reports empty
+    /// attributes.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the stored value: it runs once, on a hit.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: `StoreError` when the store failed; what `transform` throws.
+    func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>?
+
+    /// Returns the attributes of the entry for `key` without decoding its value (a disk store reads
+    /// the header or the row only), or `nil` when there is none or it has expired.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: `StoreError` when the store failed.
+    func attributes(forKey key: Key) async throws -> EntryAttributes?
+
+    /// Stores `entry` for `key` with its own expiry and metadata, replacing any previous value. An
+    /// entry without `storedAt` is stamped with the time of the write.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: `StoreError` when it could not be stored (`valueTooLarge` for metadata over
+    ///   ``EntryAttributes/metadataLimit``; `unsupported` from a store that keeps no attributes).
+    func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws
+
+    /// Replaces the attributes of the entry for `key`, keeping its value — without rewriting the
+    /// value where the engine allows (an HTTP revalidation refreshes headers only).
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when the key had no unexpired entry (nothing is written).
+    /// - Throws: `StoreError` when the store failed.
+    @discardableResult
+    func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool
+
+    /// Stores `entry` only if `key` has no unexpired value, atomically in this store (between
+    /// processes and machines where the store is shared).
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry already there (nothing was written).
+    /// - Throws: `StoreError` when the store failed; `unsupported` from a store without an atomic add.
+    func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value>
+
     /// Snapshots of the counters of each layer of this store, top layer first.
     ///
     /// A single store reports one layer; a chain reports the layers of its parts in order. The

@@ -122,5 +122,8 @@ extension StoreError {
         /// A folder belongs to another user, or others may write to it: a disk store refuses it,
         /// since anyone who can write there could plant or replace cached values.
         public static let unsafeDirectory = Code("unsafeDirectory")
+        /// The store cannot do what was asked: a store that keeps no lifetimes or metadata was
+        /// given an entry with them, or has no atomic add-if-absent.
+        public static let unsupported = Code("unsupported")
     }
 }
