@@ -80,6 +80,62 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     /// Removes `key` from `base`.
     /// - Parameter key: The key to remove.
     /// - Throws: What `base` throws.
+    /// Reads the frame's entry from `base` and decompresses it where `base` runs transforms.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the decompressed bytes.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: `StoreError.corrupted` or `.decompressionLimitExceeded`; what `base` throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await base.entry(forKey: key, transformedBy: { [coder] frame in try transform(coder.decode(frame, key: key)) })
+    }
+
+    /// The attributes `base` keeps for `key`; nothing is decompressed.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What `base` throws.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        try await base.attributes(forKey: key)
+    }
+
+    /// Compresses the value into a frame and stores it in `base` with the entry's attributes.
+    /// - Parameters:
+    ///   - entry: The bytes and their attributes.
+    ///   - key: The key to store them under.
+    /// - Throws: What compressing or `base` throw.
+    public func setEntry(_ entry: StoreEntry<Data>, forKey key: Key) async throws {
+        let frame = try coder.encode(entry.value, key: key)
+        try await base.setEntry(StoreEntry(value: frame, attributes: entry.attributes), forKey: key)
+        coder.recordWrite(uncompressed: entry.value.count, compressed: frame.count)
+    }
+
+    /// Replaces the attributes in `base`; the frame is not touched.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What `base` throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await base.setAttributes(attributes, forKey: key)
+    }
+
+    /// Compresses the value and adds it to `base` if absent; an existing frame is decompressed.
+    /// - Parameters:
+    ///   - entry: The bytes and their attributes.
+    ///   - key: The key to store them under.
+    /// - Returns: `.inserted`, or `.existing` with the decompressed entry that is there.
+    /// - Throws: What compressing, decompressing or `base` throw.
+    public func addEntry(_ entry: StoreEntry<Data>, forKey key: Key) async throws -> AddResult<Data> {
+        let frame = try coder.encode(entry.value, key: key)
+        let result = try await base.addEntry(StoreEntry(value: frame, attributes: entry.attributes), forKey: key)
+        if result.inserted { coder.recordWrite(uncompressed: entry.value.count, compressed: frame.count) }
+        return try result.map { [coder] frame in try coder.decode(frame, key: key) }
+    }
+
     public func removeValue(forKey key: Key) async throws {
         try await base.removeValue(forKey: key)
     }

@@ -45,6 +45,57 @@ public struct AnyStore<Key: Hashable & Sendable, Value: Sendable>: Store {
         try await base.setValue(value, forKey: key)
     }
 
+    /// Forwards to the wrapped store.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: What the wrapped store throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await base.entry(forKey: key, transformedBy: transform)
+    }
+
+    /// Forwards to the wrapped store.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What the wrapped store throws.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        try await base.attributes(forKey: key)
+    }
+
+    /// Forwards to the wrapped store.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: What the wrapped store throws.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await base.setEntry(entry, forKey: key)
+    }
+
+    /// Forwards to the wrapped store.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What the wrapped store throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await base.setAttributes(attributes, forKey: key)
+    }
+
+    /// Forwards to the wrapped store.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What the wrapped store throws.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await base.addEntry(entry, forKey: key)
+    }
+
     /// Removes from the wrapped store.
     /// - Parameter key: The key to remove.
     /// - Throws: What the wrapped store throws.

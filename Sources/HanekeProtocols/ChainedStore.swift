@@ -33,8 +33,9 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// is logged and treated as a miss, and an entry that does not decode is removed from it.
     ///
     /// A promotion never overwrites a write or removal made through this chain while the read was
-    /// under way: it is skipped when the key may have changed. A promoted value starts `top`'s own
-    /// time to live, if `top` has one.
+    /// under way: it is skipped when the key may have changed. A promoted value keeps its attributes:
+    /// it expires when the original would (or sooner, if `top` has a shorter time to live of its
+    /// own), with the same metadata and time stored.
     /// - Parameter key: The key to look up.
     /// - Returns: The first value found, or `nil` when no layer has one.
     /// - Throws: `CancellationError` only; layer failures are misses.
@@ -49,14 +50,19 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// The miss path of ``value(forKey:)``, kept out of line.
     @usableFromInline
     func readBottomAndPromote(_ key: Key) async throws -> Value? {
+        try await readBottomEntryAndPromote(key)?.value
+    }
+
+    /// Reads `bottom`'s entry and promotes it into `top` with its attributes.
+    func readBottomEntryAndPromote(_ key: Key) async throws -> StoreEntry<Value>? {
         let mark = writes.mark(for: key)
-        guard let value = try await bottom.readAsLayer(key, logger: logger) else {
+        guard let entry = try await bottom.readEntryAsLayer(key, logger: logger) else {
             return nil
         }
         // Promote only if no write or removal of the key came through this chain meanwhile.
         await writes.ifUnchanged(key, since: mark) {
             do {
-                try await top.setValue(value, forKey: key)
+                try await top.setEntry(entry, forKey: key)
             } catch {
                 logger.warning(
                     "Could not promote a value into the upper layer",
@@ -64,7 +70,100 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
                 )
             }
         }
-        return value
+        return entry
+    }
+
+    /// Reads the entry from `top`, then from `bottom`, promoting a `bottom` hit with its attributes;
+    /// failures are misses, as in ``value(forKey:)``. `transform` runs on the caller's thread.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The first entry found, or `nil`.
+    /// - Throws: `CancellationError`, or what `transform` throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        if let entry = try await top.readEntryAsLayer(key, logger: logger) {
+            return try entry.map(transform)
+        }
+        return try await readBottomEntryAndPromote(key)?.map(transform)
+    }
+
+    /// The attributes from `top`, then from `bottom` (nothing is promoted); a layer that fails is a
+    /// miss.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` when no layer has the key.
+    /// - Throws: `CancellationError` only.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        for read in [{ try await top.attributes(forKey: key) }, { try await bottom.attributes(forKey: key) }] {
+            do {
+                if let attributes = try await read() { return attributes }
+            } catch {
+                if error is CancellationError || Task.isCancelled { throw CancellationError() }
+                logger.warning("A cache layer failed to read attributes; treating it as a miss", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+            }
+        }
+        return nil
+    }
+
+    /// Writes the entry to `top`, then to `bottom`, like ``setValue(_:forKey:)``.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: The first layer's error, after every layer was attempted.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await writes.change(key) {
+            try await attemptBoth(
+                { try await top.setEntry(entry, forKey: key) },
+                { try await bottom.setEntry(entry, forKey: key) }
+            )
+        }
+    }
+
+    /// Replaces the attributes in both layers.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: Whether either layer had the key.
+    /// - Throws: The first layer's error, after every layer was attempted.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await writes.change(key) {
+            var found = false
+            try await attemptBoth(
+                { found = try await top.setAttributes(attributes, forKey: key) || found },
+                { found = try await bottom.setAttributes(attributes, forKey: key) || found }
+            )
+            return found
+        }
+    }
+
+    /// Adds the entry if no layer has the key: a `top` hit is the existing entry; otherwise
+    /// `bottom` decides atomically (between processes and machines when it is shared), and what it
+    /// decides is written to `top` — the new entry, or the existing one, promoted. Adds of one key
+    /// through this chain take turns.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What `bottom` throws; a failure to write `top` is logged.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await writes.change(key) {
+            if let existing = try await top.readEntryAsLayer(key, logger: logger) {
+                return .existing(existing)
+            }
+            let result = try await bottom.addEntry(entry, forKey: key)
+            do {
+                try await top.setEntry(result.existing ?? entry, forKey: key)
+            } catch {
+                logger.warning(
+                    "Could not write an added value into the upper layer",
+                    metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+                )
+            }
+            return result
+        }
     }
 
     /// Writes `value` to `top`, then to `bottom`, attempting both even when the first fails. Writes

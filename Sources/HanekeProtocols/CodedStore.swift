@@ -68,13 +68,68 @@ where Base.Value == Data, Codec.Value: Sendable {
     /// - Throws: `StoreError` with code `encoding`; what `base` throws.
     @inlinable
     public func setValue(_ value: Value, forKey key: Key) async throws {
-        let data: Data
+        try await base.setValue(encode(value, key: key), forKey: key)
+    }
+
+    @inlinable
+    func encode(_ value: Value, key: Key) throws -> Data {
         do {
-            data = try codec.encode(value)
+            return try codec.encode(value)
         } catch {
             throw failure(error, decoding: false, key: key)
         }
-        try await base.setValue(data, forKey: key)
+    }
+
+    /// Reads the entry from `base` and decodes its value (where `base` runs transforms: off the
+    /// caller's thread for a disk store).
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the decoded value.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: `StoreError.decoding` when the bytes do not decode; what `base` or `transform` throw.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await base.entry(forKey: key, transformedBy: { [self] data in try transform(decode(data, key: key)) })
+    }
+
+    /// The attributes `base` keeps for `key`; the value is not decoded.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What `base` throws.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        try await base.attributes(forKey: key)
+    }
+
+    /// Encodes the value and stores it in `base` with the entry's attributes.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: `StoreError.encoding`, or what `base` throws.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await base.setEntry(entry.map { try encode($0, key: key) }, forKey: key)
+    }
+
+    /// Replaces the attributes in `base`.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What `base` throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await base.setAttributes(attributes, forKey: key)
+    }
+
+    /// Encodes the value and adds it to `base` if absent; an existing entry is decoded.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the decoded entry that is there.
+    /// - Throws: `StoreError.encoding` or `.decoding`, or what `base` throws.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await base.addEntry(entry.map { try encode($0, key: key) }, forKey: key).map { try decode($0, key: key) }
     }
 
     /// Counts a codec failure and makes the `StoreError` users see (out of line: the error path).

@@ -59,6 +59,62 @@ public struct CountingStore<Base: Store>: Store {
         counter.recordWrite()
     }
 
+    /// Reads the entry from the base store, counting a hit or a miss.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: What the base store throws (counted as an error).
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        let entry = try await counting { try await base.entry(forKey: key, transformedBy: transform) }
+        counter.recordRead(entry != nil)
+        return entry
+    }
+
+    /// The base store's attributes for `key` (not counted as a read).
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What the base store throws (counted as an error).
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        try await counting { try await base.attributes(forKey: key) }
+    }
+
+    /// Writes the entry to the base store, counting a write.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: What the base store throws (counted as an error).
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await counting { try await base.setEntry(entry, forKey: key) }
+        counter.recordWrite()
+    }
+
+    /// Replaces the attributes in the base store.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What the base store throws (counted as an error).
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await counting { try await base.setAttributes(attributes, forKey: key) }
+    }
+
+    /// Adds the entry to the base store if absent: counted as a write when inserted, a hit when not.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What the base store throws (counted as an error).
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        let result = try await counting { try await base.addEntry(entry, forKey: key) }
+        if result.inserted { counter.recordWrite() } else { counter.recordRead(true) }
+        return result
+    }
+
     /// Removes from `base`, counting a removal or an error.
     /// - Parameter key: The key to remove.
     /// - Throws: What `base` throws.

@@ -48,6 +48,57 @@ public struct KeyMappedStore<Base: Store, Key: Hashable & Sendable>: Store {
         try await base.setValue(value, forKey: transform(key))
     }
 
+    /// Reads the entry for the mapped key.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: What the key mapping or `base` throw.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await base.entry(forKey: self.transform(key), transformedBy: transform)
+    }
+
+    /// The attributes for the mapped key.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What the key mapping or `base` throw.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        try await base.attributes(forKey: transform(key))
+    }
+
+    /// Stores the entry under the mapped key.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: What the key mapping or `base` throw.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await base.setEntry(entry, forKey: transform(key))
+    }
+
+    /// Replaces the attributes under the mapped key.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What the key mapping or `base` throw.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await base.setAttributes(attributes, forKey: transform(key))
+    }
+
+    /// Adds the entry under the mapped key if absent.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What the key mapping or `base` throw.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await base.addEntry(entry, forKey: transform(key))
+    }
+
     /// Removes the translated key.
     /// - Parameter key: The key to remove.
     /// - Throws: What `transform` or `base` throw.

@@ -84,6 +84,41 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Whether an unexpired entry exists, without changing the order.
+    /// The value and expiry for `key`, made the most recently used; `nil` when there is none or it
+    /// has expired at `now()` (then it is removed and `expired` set). The clock is read only for an
+    /// entry that expires, so a store whose entries never expire never reads it.
+    @inlinable
+    package mutating func valueAndExpiry(
+        forKey key: Key, now: () -> Double, expired: inout Bool
+    ) -> (value: Value, expiry: Double)? {
+        guard let entry = entries[key] else { return nil }
+        if entry.expiry != .infinity, entry.expiry <= now() {
+            removeEntry(key)
+            expired = true
+            return nil
+        }
+        moveToHead(entry.slot)
+        return (entry.value, entry.expiry)
+    }
+
+    /// The value and expiry for `key` if it has not expired at `now()`, without changing the order.
+    @inlinable
+    package func peekValueAndExpiry(forKey key: Key, now: () -> Double) -> (value: Value, expiry: Double)? {
+        guard let entry = entries[key] else { return nil }
+        if entry.expiry != .infinity, entry.expiry <= now() { return nil }
+        return (entry.value, entry.expiry)
+    }
+
+    /// Changes the expiry of `key` and its value in place, without changing the order or the cost;
+    /// returns `false` when there is no such key.
+    @inlinable
+    package mutating func update(_ key: Key, expiry: Double, value update: (inout Value) -> Void) -> Bool {
+        guard let position = entries.index(forKey: key) else { return false }
+        entries.values[position].expiry = expiry
+        update(&entries.values[position].value)
+        return true
+    }
+
     @inlinable
     package func contains(_ key: Key, now: Double) -> Bool {
         guard let entry = entries[key] else { return false }

@@ -75,15 +75,78 @@ where Small.Key == Large.Key, Small.Value == Data, Large.Value == Data {
     ///   - key: The key.
     /// - Throws: What the stores throw; after a failed write the key is in neither store.
     public func setValue(_ value: Data, forKey key: Key) async throws {
-        if value.count <= threshold {
+        try await setEntry(StoreEntry(value: value), forKey: key)
+    }
+
+    /// Reads the entry from `small`, then `large`.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the bytes.
+    /// - Returns: The entry, or `nil` when neither store has it.
+    /// - Throws: What either store throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        if let entry = try await small.entry(forKey: key, transformedBy: transform) { return entry }
+        return try await large.entry(forKey: key, transformedBy: transform)
+    }
+
+    /// The attributes from `small`, then `large`.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` when neither store has the key.
+    /// - Throws: What either store throws.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        if let attributes = try await small.attributes(forKey: key) { return attributes }
+        return try await large.attributes(forKey: key)
+    }
+
+    /// Stores the entry in the store its value's size routes it to, removing the key from the other
+    /// before and after (as ``setValue(_:forKey:)``).
+    /// - Parameters:
+    ///   - entry: The bytes and their attributes.
+    ///   - key: The key to store them under.
+    /// - Throws: What either store throws.
+    public func setEntry(_ entry: StoreEntry<Data>, forKey key: Key) async throws {
+        if entry.value.count <= threshold {
             try await large.removeValue(forKey: key)
-            try await small.setValue(value, forKey: key)
+            try await small.setEntry(entry, forKey: key)
             try await large.removeValue(forKey: key)
         } else {
             try await small.removeValue(forKey: key)
-            try await large.setValue(value, forKey: key)
+            try await large.setEntry(entry, forKey: key)
             try await small.removeValue(forKey: key)
         }
+    }
+
+    /// Replaces the attributes in whichever store holds the key.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when neither store has the key.
+    /// - Throws: What either store throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        if try await small.setAttributes(attributes, forKey: key) { return true }
+        return try await large.setAttributes(attributes, forKey: key)
+    }
+
+    /// Adds the entry, if absent, to the store its size routes it to, after checking that the other
+    /// store has no entry for the key. Atomic among values routed to the same store (all the
+    /// callers of one key with values of one size class); a value of the other size class written
+    /// meanwhile may be added beside it, and a read returns the small one.
+    /// - Parameters:
+    ///   - entry: The bytes and their attributes.
+    ///   - key: The key to store them under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What either store throws.
+    public func addEntry(_ entry: StoreEntry<Data>, forKey key: Key) async throws -> AddResult<Data> {
+        if entry.value.count <= threshold {
+            if let existing = try await large.entry(forKey: key) { return .existing(existing) }
+            return try await small.addEntry(entry, forKey: key)
+        }
+        if let existing = try await small.entry(forKey: key) { return .existing(existing) }
+        return try await large.addEntry(entry, forKey: key)
     }
 
     /// Removes `key` from both stores.

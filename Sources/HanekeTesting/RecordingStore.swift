@@ -24,11 +24,22 @@ public final class RecordingStore<Base: Store>: Store {
         case removeValue(Key)
         /// `removeAll()`.
         case removeAll
+        /// ``RecordingStore/entry(forKey:transformedBy:)``.
+        case entry(Key)
+        /// ``RecordingStore/attributes(forKey:)``.
+        case attributes(Key)
+        /// ``RecordingStore/setEntry(_:forKey:)``.
+        case setEntry(StoreEntry<Value>, Key)
+        /// ``RecordingStore/setAttributes(_:forKey:)``.
+        case setAttributes(EntryAttributes, Key)
+        /// ``RecordingStore/addEntry(_:forKey:)``.
+        case addEntry(StoreEntry<Value>, Key)
 
         /// The key the call was about, or `nil` for `removeAll`.
         public var key: Key? {
             switch self {
-            case .value(let key), .setValue(_, let key), .removeValue(let key): key
+            case .value(let key), .setValue(_, let key), .removeValue(let key), .entry(let key), .attributes(let key),
+                 .setEntry(_, let key), .setAttributes(_, let key), .addEntry(_, let key): key
             case .removeAll: nil
             }
         }
@@ -72,6 +83,62 @@ public final class RecordingStore<Base: Store>: Store {
     /// Records the call and removes from `base`.
     /// - Parameter key: The key to remove.
     /// - Throws: What `base` throws.
+    /// Records the call, then forwards it to ``base``.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: What ``base`` throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        log.withLock { $0.append(.entry(key)) }
+        return try await base.entry(forKey: key, transformedBy: transform)
+    }
+
+    /// Records the call, then forwards it to ``base``.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What ``base`` throws.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        log.withLock { $0.append(.attributes(key)) }
+        return try await base.attributes(forKey: key)
+    }
+
+    /// Records the call, then forwards it to ``base``.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: What ``base`` throws.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        log.withLock { $0.append(.setEntry(entry, key)) }
+        try await base.setEntry(entry, forKey: key)
+    }
+
+    /// Records the call, then forwards it to ``base``.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What ``base`` throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        log.withLock { $0.append(.setAttributes(attributes, key)) }
+        return try await base.setAttributes(attributes, forKey: key)
+    }
+
+    /// Records the call, then forwards it to ``base``.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What ``base`` throws.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        log.withLock { $0.append(.addEntry(entry, key)) }
+        return try await base.addEntry(entry, forKey: key)
+    }
+
     public func removeValue(forKey key: Key) async throws {
         log.withLock { $0.append(.removeValue(key)) }
         try await base.removeValue(forKey: key)

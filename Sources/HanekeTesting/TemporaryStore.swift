@@ -61,6 +61,57 @@ public struct TemporaryStore<Base: Store>: Store {
     /// Removes from the store.
     /// - Parameter key: The key to remove.
     /// - Throws: What the store throws.
+    /// Forwards to ``base``.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: What ``base`` throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await base.entry(forKey: key, transformedBy: transform)
+    }
+
+    /// Forwards to ``base``.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil` on a miss.
+    /// - Throws: What ``base`` throws.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        try await base.attributes(forKey: key)
+    }
+
+    /// Forwards to ``base``.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: What ``base`` throws.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await base.setEntry(entry, forKey: key)
+    }
+
+    /// Forwards to ``base``.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there was no entry.
+    /// - Throws: What ``base`` throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await base.setAttributes(attributes, forKey: key)
+    }
+
+    /// Forwards to ``base``.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What ``base`` throws.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await base.addEntry(entry, forKey: key)
+    }
+
     public func removeValue(forKey key: Key) async throws {
         try await base.removeValue(forKey: key)
     }

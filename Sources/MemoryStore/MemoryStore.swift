@@ -1,7 +1,8 @@
 public import Foundation
 public import HanekeProtocols
 
-/// An in-memory least-recently-used store with count and cost limits and an optional time to live.
+/// An in-memory least-recently-used store with count and cost limits, an optional time to live, and
+/// entries that may carry their own expiry and metadata (``setEntry(_:forKey:)``).
 ///
 /// Reads make an entry the most recently used; when a write takes the store over a limit, the least
 /// recently used entries are evicted. Every operation is O(1) and thread-safe. The methods are
@@ -32,10 +33,26 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     // 10× slower in `make bench`).
     @usableFromInline
     struct State: Sendable {
-        @usableFromInline var entries = LRUList<Key, Value>()
+        @usableFromInline var entries = LRUList<Key, Stored>()
         @usableFromInline var statistics = StoreStatistics()
 
         @usableFromInline init() {}
+    }
+
+    /// A value and what travels with it. Plain writes (``setValue(_:forKey:)``) record no time
+    /// stored (`nan`) when the store has no time to live, so that they never read the clock.
+    @usableFromInline
+    struct Stored: Sendable {
+        @usableFromInline var value: Value
+        @usableFromInline var storedAt: Double
+        @usableFromInline var metadata: Data
+
+        @inlinable
+        init(value: Value, storedAt: Double = .nan, metadata: Data = Data()) {
+            self.value = value
+            self.storedAt = storedAt
+            self.metadata = metadata
+        }
     }
 
     /// Creates an empty store.
@@ -94,17 +111,130 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Complexity: O(1).
     @inlinable
     public func value(forKey key: Key) -> Value? {
-        let now = currentTime()
-        return state.withLock { state in
+        state.withLock { state in
             var expired = false
-            let value = state.entries.value(forKey: key, now: now, expired: &expired)
-            if value != nil {
+            let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired)
+            if found != nil {
                 state.statistics.hits += 1
             } else {
                 state.statistics.misses += 1
                 if expired { state.statistics.evictions += 1 }
             }
-            return value
+            return found?.value.value
+        }
+    }
+
+    /// Returns the entry for `key` — its value passed through `transform`, its expiry, the time it
+    /// was stored and its metadata — and makes it the most recently used, or `nil` when there is none
+    /// or it has expired. `transform` runs after the lock is released.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil`.
+    /// - Throws: What `transform` throws.
+    /// - Complexity: O(1).
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) throws -> StoreEntry<Transformed>? {
+        let found = state.withLock { state -> (value: Stored, expiry: Double)? in
+            var expired = false
+            let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired)
+            if found != nil {
+                state.statistics.hits += 1
+            } else {
+                state.statistics.misses += 1
+                if expired { state.statistics.evictions += 1 }
+            }
+            return found
+        }
+        guard let found else { return nil }
+        return StoreEntry(value: try transform(found.value.value), attributes: Self.attributes(found.value, expiry: found.expiry))
+    }
+
+    /// Returns the entry for `key`, or `nil`; see ``entry(forKey:transformedBy:)``.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The entry, or `nil`.
+    public func entry(forKey key: Key) -> StoreEntry<Value>? {
+        // The identity transform cannot throw.
+        (try? entry(forKey: key, transformedBy: { $0 })) ?? nil
+    }
+
+    /// The expiry, time stored and metadata of the entry for `key`, or `nil` when there is none or
+    /// it has expired; does not change the recency order or statistics.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil`.
+    public func attributes(forKey key: Key) -> EntryAttributes? {
+        state.withLock { state in
+            state.entries.peekValueAndExpiry(forKey: key, now: clockSeconds).map { Self.attributes($0.value, expiry: $0.expiry) }
+        }
+    }
+
+    /// Stores `entry` for `key` with its own expiry (bounded by the store's time to live) and
+    /// metadata, as the most recently used entry; see ``setValue(_:forKey:)`` for the limits. An
+    /// entry that has already expired removes the key.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws {
+        try entry.attributes.checkMetadataSize(forKey: key)
+        let now = clock.now()
+        let expiry = Self.expiry(of: entry.attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
+        let stored = Stored(
+            value: entry.value,
+            storedAt: (entry.attributes.storedAt ?? now).timeIntervalSinceReferenceDate,
+            metadata: entry.attributes.metadata
+        )
+        store(stored, forKey: key, expiry: expiry, now: now.timeIntervalSinceReferenceDate)
+    }
+
+    /// Replaces the expiry, time stored and metadata of the entry for `key`, keeping its value and
+    /// its place in the recency order.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there is no unexpired entry for `key`.
+    /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) throws -> Bool {
+        try attributes.checkMetadataSize(forKey: key)
+        let now = clock.now()
+        let expiry = Self.expiry(of: attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
+        let nowSeconds = now.timeIntervalSinceReferenceDate
+        return state.withLock { state in
+            guard state.entries.peekValueAndExpiry(forKey: key, now: { nowSeconds }) != nil else { return false }
+            return state.entries.update(key, expiry: expiry) { stored in
+                stored.storedAt = (attributes.storedAt ?? now).timeIntervalSinceReferenceDate
+                stored.metadata = attributes.metadata
+            }
+        }
+    }
+
+    /// Stores `entry` for `key` only if the key has no unexpired value, atomically.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    @discardableResult
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws -> AddResult<Value> {
+        try entry.attributes.checkMetadataSize(forKey: key)
+        let now = clock.now()
+        let nowSeconds = now.timeIntervalSinceReferenceDate
+        let expiry = Self.expiry(of: entry.attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
+        let stored = Stored(value: entry.value, storedAt: (entry.attributes.storedAt ?? now).timeIntervalSinceReferenceDate, metadata: entry.attributes.metadata)
+        let valueCost = max(0, cost(entry.value))
+        let limits = configuration
+        return state.withLock { state -> AddResult<Value> in
+            var expired = false
+            if let found = state.entries.valueAndExpiry(forKey: key, now: { nowSeconds }, expired: &expired) {
+                state.statistics.hits += 1
+                return .existing(StoreEntry(value: found.value.value, attributes: Self.attributes(found.value, expiry: found.expiry)))
+            }
+            if expired { state.statistics.evictions += 1 }
+            Self.insert(stored, cost: valueCost, forKey: key, expiry: expiry, now: nowSeconds, limits: limits, into: &state)
+            return .inserted
         }
     }
 
@@ -117,18 +247,38 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Complexity: O(1) amortised, plus O(1) per evicted entry.
     @inlinable
     public func setValue(_ value: Value, forKey key: Key) {
-        let valueCost = max(0, cost(value))
-        let expiry = timeToLiveSeconds.map { currentTime() + $0 } ?? .infinity
+        guard let timeToLiveSeconds else {
+            store(Stored(value: value), forKey: key, expiry: .infinity, now: -.infinity)
+            return
+        }
+        let now = clock.now().timeIntervalSinceReferenceDate
+        store(Stored(value: value, storedAt: now), forKey: key, expiry: now + timeToLiveSeconds, now: now)
+    }
+
+    /// Writes `stored` under the lock, then evicts to the limits; an expiry at or before `now`
+    /// removes the key instead.
+    @inlinable
+    func store(_ stored: Stored, forKey key: Key, expiry: Double, now: Double) {
+        let valueCost = max(0, cost(stored.value))
         let limits = configuration
         state.withLock { state in
-            state.statistics.writes += 1
-            if let costLimit = limits.costLimit, valueCost > costLimit {
-                if state.entries.removeValue(forKey: key) { state.statistics.evictions += 1 }
-                return
-            }
-            state.entries.setValue(value, forKey: key, cost: valueCost, expiry: expiry)
-            state.statistics.evictions += Self.evict(&state.entries, toCount: limits.countLimit, toCost: limits.costLimit)
+            Self.insert(stored, cost: valueCost, forKey: key, expiry: expiry, now: now, limits: limits, into: &state)
         }
+    }
+
+    @inlinable
+    static func insert(_ stored: Stored, cost valueCost: Int, forKey key: Key, expiry: Double, now: Double, limits: Configuration, into state: inout State) {
+        state.statistics.writes += 1
+        if let costLimit = limits.costLimit, valueCost > costLimit {
+            if state.entries.removeValue(forKey: key) { state.statistics.evictions += 1 }
+            return
+        }
+        if expiry <= now {
+            state.entries.removeValue(forKey: key)
+            return
+        }
+        state.entries.setValue(stored, forKey: key, cost: valueCost, expiry: expiry)
+        state.statistics.evictions += Self.evict(&state.entries, toCount: limits.countLimit, toCost: limits.costLimit)
     }
 
     /// Removes the value for `key`; removing a missing key is a no-op.
@@ -176,8 +326,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// Removes every expired entry now, rather than when it is next read or pushed out.
     /// - Complexity: O(n).
     public func removeExpired() {
-        guard configuration.timeToLive != nil else { return }
-        let now = currentTime()
+        let now = clock.now().timeIntervalSinceReferenceDate
         state.withLock { state in
             state.statistics.evictions += state.entries.removeExpired(now: now)
         }
@@ -188,8 +337,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Returns: `true` when a read would hit.
     /// - Complexity: O(1).
     public func containsValue(forKey key: Key) -> Bool {
-        let now = currentTime()
-        return state.withLock { $0.entries.contains(key, now: now) }
+        state.withLock { $0.entries.peekValueAndExpiry(forKey: key, now: clockSeconds) != nil }
     }
 
     /// The number of entries (expired entries count until they are removed).
@@ -218,13 +366,30 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
 
     // MARK: - Internals
 
+    /// The clock in seconds since the reference date; read only for entries that expire.
     @inlinable
-    func currentTime() -> Double {
-        timeToLiveSeconds == nil ? -.infinity : clock.now().timeIntervalSinceReferenceDate
+    func clockSeconds() -> Double {
+        clock.now().timeIntervalSinceReferenceDate
+    }
+
+    /// What an entry's attributes become in the store: its expiry bounded by the time to live, in
+    /// seconds since the reference date (infinity for never).
+    static func expiry(of attributes: EntryAttributes, writtenAt now: Date, timeToLive: Double?) -> Double {
+        attributes.expiry(writtenAt: now, storeTimeToLive: timeToLive)?.timeIntervalSinceReferenceDate ?? .infinity
+    }
+
+    /// The attributes of a stored value with `expiry`.
+    @usableFromInline
+    static func attributes(_ stored: Stored, expiry: Double) -> EntryAttributes {
+        EntryAttributes(
+            expiresAt: expiry == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiry),
+            storedAt: stored.storedAt.isNaN ? nil : Date(timeIntervalSinceReferenceDate: stored.storedAt),
+            metadata: stored.metadata
+        )
     }
 
     @inlinable
-    static func evict(_ entries: inout LRUList<Key, Value>, toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
+    static func evict(_ entries: inout LRUList<Key, Stored>, toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
         var evicted = 0
         entries.evict(toCount: countLimit, toCost: costLimit) { _, _ in evicted += 1 }
         return evicted

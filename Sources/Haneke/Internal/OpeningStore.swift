@@ -191,16 +191,45 @@ final class OpeningStore<Base: Store>: Store {
     }
 
     func setValue(_ value: Value, forKey key: Key) async throws {
-        switch await target(remember: { $0.stale.insert(key) }) {
-        case .store(let base): try await base.setValue(value, forKey: key)
-        case .unavailable(let failure): throw refusal(failure, "Could not write key \(Logger.describe(key))")
-        }
+        try await base(remembering: key, "Could not write key \(Logger.describe(key))").setValue(value, forKey: key)
     }
 
     func removeValue(forKey key: Key) async throws {
+        try await base(remembering: key, "Could not remove key \(Logger.describe(key))").removeValue(forKey: key)
+    }
+
+    func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        guard case .store(let base) = await target() else { return nil }
+        return try await base.entry(forKey: key, transformedBy: transform)
+    }
+
+    func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        guard case .store(let base) = await target() else { return nil }
+        return try await base.attributes(forKey: key)
+    }
+
+    func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await base(remembering: key, "Could not write key \(Logger.describe(key))").setEntry(entry, forKey: key)
+    }
+
+    @discardableResult
+    func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await base(remembering: key, "Could not change the attributes of key \(Logger.describe(key))").setAttributes(attributes, forKey: key)
+    }
+
+    func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await base(remembering: key, "Could not add key \(Logger.describe(key))").addEntry(entry, forKey: key)
+    }
+
+    /// The open store for a change of `key`, or the refusal (the key is remembered, to be removed
+    /// from the store once it opens).
+    private func base(remembering key: Key, _ what: String) async throws -> Base {
         switch await target(remember: { $0.stale.insert(key) }) {
-        case .store(let base): try await base.removeValue(forKey: key)
-        case .unavailable(let failure): throw refusal(failure, "Could not remove key \(Logger.describe(key))")
+        case .store(let base): return base
+        case .unavailable(let failure): throw refusal(failure, what)
         }
     }
 

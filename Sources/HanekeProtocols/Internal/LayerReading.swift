@@ -20,13 +20,29 @@ extension Store {
         do {
             return try await value(forKey: key)
         } catch {
-            return try await recoverFromFailedRead(of: key, error: error, logger: logger)
+            try await recoverFromFailedRead(of: key, error: error, logger: logger)
+            return nil
+        }
+    }
+
+    /// ``readAsLayer(_:logger:)`` for the whole entry: its value and attributes.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - logger: Where a failure is logged.
+    /// - Returns: The entry, or `nil` on a miss or a failure.
+    /// - Throws: `CancellationError` only.
+    package func readEntryAsLayer(_ key: Key, logger: Logger) async throws -> StoreEntry<Value>? {
+        do {
+            return try await entry(forKey: key)
+        } catch {
+            try await recoverFromFailedRead(of: key, error: error, logger: logger)
+            return nil
         }
     }
 
     /// The slow path of ``readAsLayer(_:logger:)``, kept out of line.
     @usableFromInline
-    func recoverFromFailedRead(of key: Key, error: any Error, logger: Logger) async throws -> Value? {
+    func recoverFromFailedRead(of key: Key, error: any Error, logger: Logger) async throws {
         // A layer may report cancellation in its own words (a wrapped or network error).
         if error is CancellationError || Task.isCancelled { throw CancellationError() }
         logger.warning(
@@ -44,7 +60,6 @@ extension Store {
                 )
             }
         }
-        return nil
     }
 
     /// The name of this store's first layer, for log messages.
