@@ -35,6 +35,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// no folder to use (no `XDG_CACHE_HOME`, no `HOME` and no home folder for the user), which
     /// keeps its values in memory only.
     public let directory: String?
+    /// The clock that decides every layer's expiry and every value's age.
+    public let clock: any StoreClock
     private let logger: Logger
     private let formats = Locked<[String: FormatStack<Value>]>([:])
     /// The fetcher calls of every format.
@@ -48,20 +50,30 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///     (see ``directory`` for when there is none).
     ///   - originalFormat: The original format's settings; `Format(name: "original")` by default
     ///     (its name is always `"original"`).
+    ///   - clock: The clock that decides every layer's expiry and every value's age; the system
+    ///     clock by default (tests pass a `TestClock`).
     ///   - logger: Where disk failures are logged.
     public convenience init(
         name: String,
         directory: String? = nil,
         originalFormat: Format<Value>? = nil,
+        clock: any StoreClock = SystemClock(),
         logger: Logger = Logger(label: "haneke.cache")
     ) {
-        self.init(name: name, folder: directory ?? CacheDirectory.root(forCacheNamed: name), originalFormat: originalFormat, logger: logger)
+        self.init(
+            name: name, folder: directory ?? CacheDirectory.root(forCacheNamed: name), originalFormat: originalFormat,
+            clock: clock, logger: logger
+        )
     }
 
     /// A cache with the default stack in `folder`, or in memory only when there is none.
-    init(name: String, folder: String?, originalFormat: Format<Value>? = nil, logger: Logger = Logger(label: "haneke.cache")) {
+    init(
+        name: String, folder: String?, originalFormat: Format<Value>? = nil, clock: any StoreClock = SystemClock(),
+        logger: Logger = Logger(label: "haneke.cache")
+    ) {
         self.name = name
         self.directory = folder
+        self.clock = clock
         self.logger = logger
         if folder == nil {
             logger.warning(
@@ -80,10 +92,16 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Parameters:
     ///   - name: The cache's name.
     ///   - stack: The layers of the original format.
+    ///   - clock: The clock that decides values' ages (give your layers the same one); the system
+    ///     clock by default.
     ///   - logger: Where failures are logged.
-    public init(name: String, stack: some Store<String, Value>, logger: Logger = Logger(label: "haneke.cache")) {
+    public init(
+        name: String, stack: some Store<String, Value>, clock: any StoreClock = SystemClock(),
+        logger: Logger = Logger(label: "haneke.cache")
+    ) {
         self.name = name
         self.directory = nil
+        self.clock = clock
         self.logger = logger
         addFormat(Format(name: Self.originalFormatName, diskCapacity: 0), stack: stack)
     }
@@ -94,7 +112,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// LZ4-compressed files in its own folder. Replaces a format of the same name.
     /// - Parameter format: The format.
     public func addFormat(_ format: Format<Value>) {
-        install(FormatStack.make(format, cacheDirectory: directory, logger: logger, fetcherCounter: fetchCounter))
+        install(FormatStack.make(format, cacheDirectory: directory, clock: clock, logger: logger, fetcherCounter: fetchCounter))
     }
 
     /// Adds a format whose layers you built. Replaces a format of the same name.
@@ -102,7 +120,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   - format: The format (its transform still applies; its capacities are the stack's business).
     ///   - stack: The format's layers.
     public func addFormat(_ format: Format<Value>, stack: some Store<String, Value>) {
-        install(FormatStack(format: format, store: stack.eraseToAnyStore(), logger: logger, fetcherCounter: fetchCounter))
+        install(FormatStack(format: format, store: stack.eraseToAnyStore(), clock: clock, logger: logger, fetcherCounter: fetchCounter))
     }
 
     /// The names of the cache's formats, sorted.
@@ -138,7 +156,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   unknown format.
     public func fetch(key: String, formatName: String = Cache.originalFormatName) async throws -> Value {
         let stack = try stack(for: formatName)
-        guard let value = try await stack.store.readAsLayer(key, logger: logger) else {
+        guard let value = try await stack.path.readFreshAsLayer(key) else {
             throw StoreError(.notFound, "Cache '\(name)' has no value for key \(Logger.describe(key)) in format '\(formatName)'")
         }
         return value
@@ -219,12 +237,21 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   - value: The value.
     ///   - key: The key.
     ///   - formatName: The format; the original by default.
+    ///   - timeToLive: How long this value lives, in memory and on disk alike; `nil` (the default)
+    ///     for the format's own ``Format/timeToLive``.
     /// - Throws: `formatNotFound`, a transform's error, or the first layer's error (after every
     ///   layer was attempted): `unavailable` when the format's disk layer cannot be used.
-    public func set(_ value: Value, forKey key: String, formatName: String = Cache.originalFormatName) async throws {
+    public func set(
+        _ value: Value, forKey key: String, formatName: String = Cache.originalFormatName, timeToLive: Duration? = nil
+    ) async throws {
         let stack = try stack(for: formatName)
         let transformed = try await stack.format.apply(to: value)
-        try await stack.path.setValue(transformed, forKey: key)
+        guard let timeToLive else {
+            try await stack.path.setValue(transformed, forKey: key)
+            return
+        }
+        let expiry = clock.now().addingTimeInterval(timeToLive.timeInterval)
+        try await stack.path.setEntry(StoreEntry(value: transformed, expiresAt: expiry), forKey: key)
     }
 
     /// Removes `key` from a format (other formats keep theirs).

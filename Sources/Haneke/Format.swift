@@ -46,6 +46,23 @@ public struct Format<Value: Sendable>: Sendable {
     /// `IOExecutor`, never on one of Swift's cooperative threads (so it may be slow CPU work or call
     /// a blocking C library); `nil` keeps values as they are.
     public var transform: (@Sendable (Value) throws -> Value)?
+    /// How long values live in this format, when a read refreshes one in the background, and how
+    /// long past its expiry one is served when the fetcher fails; nothing expires by default.
+    public var freshness: Freshness
+    /// What shapes this format's values, as text: a transform's settings (a resizer's size, mode,
+    /// quality and output format) and any version you give it. It is part of the format's identity on
+    /// disk: when it changes, the values made under the old one are never served, and their folder
+    /// is emptied when the cache opens. `nil` (only the name) by default.
+    /// The Images module's `Format.resizing(name:resizer:diskCapacity:)` sets it from its resizer.
+    public var version: String?
+
+    /// How long a value lives in this format, in memory and on disk alike, when it is fetched or set
+    /// without a lifetime of its own (``Cache/set(_:forKey:formatName:timeToLive:)`` gives one);
+    /// `nil` (until evicted) by default. The same as `freshness.timeToLive`.
+    public var timeToLive: Duration? {
+        get { freshness.timeToLive }
+        set { freshness.timeToLive = newValue }
+    }
 
     /// Creates a format.
     /// - Parameters:
@@ -62,6 +79,8 @@ public struct Format<Value: Sendable>: Sendable {
         self.smallValueThreshold = nil
         self.derivesFromOriginal = false
         self.transform = transform
+        self.freshness = Freshness()
+        self.version = nil
     }
 
     /// The value to cache for `original`: the transform's result, computed on the shared

@@ -1,3 +1,4 @@
+import Foundation
 public import Logging
 
 /// A store that ends in a fetcher: ``fetch(_:)`` reads the layers and, on a full miss, asks the
@@ -8,6 +9,12 @@ public import Logging
 ///
 /// This is the package's one read-through path: Haneke's `Cache` keeps one `FetchingStore` per
 /// format and passes the fetcher with each call.
+///
+/// Its ``Freshness`` gives values a lifetime, refreshes a value in the background once it reaches
+/// a given age (the read returns the current value at once; one refresh per key runs, and a failed
+/// one keeps the value), and serves an expired value for a while when the fetcher fails. With a
+/// stale window `W`, every entry is kept in the layers `W` longer than its expiry; through this
+/// store's own methods an entry still expires when it should, and its reported expiry is its own.
 public final class FetchingStore<Base: Store, Source: Fetcher>: Store
 where Base.Key == Source.Key, Base.Value == Source.Value {
     /// The type of the keys.
@@ -26,23 +33,60 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     @usableFromInline package let writes = WriteGate()
     private let flights = SingleFlight<Key, Value>()
     private let fetcherCounter: StatisticsCounter
+    /// The lifetime, refresh and stale-window policy.
+    public let freshness: Freshness
+    /// The clock that decides age and expiry (the layers' clock).
+    public let clock: any StoreClock
+    /// Whether reads look at each entry's age (a refresh or a stale window is set).
+    @usableFromInline let readsAttributes: Bool
+    private let staleWindow: Double
+    private let timeToLive: Double?
+    private let refreshAfter: Double?
+    private let ages = Locked(AgeState())
+
+    private struct AgeState: Sendable {
+        var statistics = FreshnessStatistics()
+        /// The background refresh of each key under way.
+        var refreshing: [Key: Task<Void, Never>] = [:]
+        /// After a failed refresh, no other before this time.
+        var notBefore: [Key: Date] = [:]
+        /// Keys whose stale value was served after a failure, logged once until fetched again.
+        var servingStale: Set<Key> = []
+    }
 
     /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
     /// - Parameters:
     ///   - base: The layers read before the fetcher.
     ///   - fetcher: The source of original values.
     ///   - logger: Where layer failures are logged.
-    public convenience init(base: Base, fetcher: Source, logger: Logger = Logger(label: "haneke")) {
-        self.init(base: base, fetcher: fetcher, logger: logger, fetcherCounter: StatisticsCounter())
+    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
+    ///   - clock: The clock that decides age and expiry; give the layers the same one.
+    public convenience init(
+        base: Base,
+        fetcher: Source,
+        freshness: Freshness = Freshness(),
+        clock: any StoreClock = SystemClock(),
+        logger: Logger = Logger(label: "haneke")
+    ) {
+        self.init(base: base, fetcher: fetcher, freshness: freshness, clock: clock, logger: logger, fetcherCounter: StatisticsCounter())
     }
 
     /// Puts `fetcher` behind `base`, counting the fetcher's calls in `fetcherCounter` (which
     /// several stores may share: a `Cache` counts every format's fetches together).
-    package init(base: Base, fetcher: Source, logger: Logger, fetcherCounter: StatisticsCounter) {
+    package init(
+        base: Base, fetcher: Source, freshness: Freshness = Freshness(), clock: any StoreClock = SystemClock(),
+        logger: Logger, fetcherCounter: StatisticsCounter
+    ) {
         self.base = base
         self.fetcher = fetcher
         self.logger = logger
         self.fetcherCounter = fetcherCounter
+        self.freshness = freshness
+        self.clock = clock
+        readsAttributes = freshness.readsAttributes
+        staleWindow = max(0, freshness.serveStaleFor?.timeInterval ?? 0)
+        timeToLive = freshness.timeToLive?.timeInterval
+        refreshAfter = freshness.refreshAfter?.timeInterval
     }
 
     /// Returns the value for `key` from the first layer that has it, or from the fetcher.
@@ -64,6 +108,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     public func fetch(_ key: Key) async throws -> Value {
         try Task.checkCancellation()
         let generation = writes.totalMark
+        if readsAttributes { return try await fetchCheckingAge(key, readAt: generation, from: fetcher) }
         if let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
@@ -79,6 +124,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     package func fetch(_ key: Key, from source: some Fetcher<Key, Value>) async throws -> Value {
         try Task.checkCancellation()
         let generation = writes.totalMark
+        if readsAttributes { return try await fetchCheckingAge(key, readAt: generation, from: source) }
         if let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
@@ -94,21 +140,210 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         }
     }
 
-    /// Reads the layers only (the fetcher is not asked).
+    /// ``fetch(_:)`` when a refresh or a stale window is set: reads the entry and decides by its age.
+    @usableFromInline
+    func fetchCheckingAge(_ key: Key, readAt generation: UInt64, from source: some Fetcher<Key, Value>) async throws -> Value {
+        guard let entry = try await base.readEntryAsLayer(key, logger: logger) else {
+            return try await fetchMissing(key, readAt: generation, from: source)
+        }
+        let now = clock.now()
+        if !isStale(entry.attributes, at: now) {
+            if let refreshAfter, let storedAt = entry.attributes.storedAt, now >= storedAt.addingTimeInterval(refreshAfter) {
+                startRefresh(key, at: now, from: source)
+            } else {
+                ages.withLock { $0.statistics.freshHits += 1 }
+            }
+            return entry.value
+        }
+        // Expired, inside the stale window: the fetcher is asked; if it fails the stale value is served.
+        do {
+            return try await fetchMissing(key, readAt: generation, from: source)
+        } catch {
+            if error is CancellationError || Task.isCancelled { throw error }
+            let first = ages.withLock { ages in
+                ages.statistics.staleHits += 1
+                ages.statistics.staleServedOnError += 1
+                return ages.servingStale.insert(key).inserted
+            }
+            if first {
+                logger.warning(
+                    "The fetcher failed; serving the expired value inside its stale window",
+                    metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"]
+                )
+            }
+            return entry.value
+        }
+    }
+
+    /// Whether an entry read from the layers is past its own expiry (its stored expiry less the
+    /// stale window).
+    private func isStale(_ attributes: EntryAttributes, at now: Date) -> Bool {
+        guard let expiresAt = attributes.expiresAt else { return false }
+        return now >= expiresAt.addingTimeInterval(-staleWindow)
+    }
+
+    /// Starts the background refresh of `key` unless one is under way or one failed less than
+    /// `refreshAfter` ago; counts the read as a stale hit.
+    private func startRefresh(_ key: Key, at now: Date, from source: some Fetcher<Key, Value>) {
+        ages.withLock { state in
+            state.statistics.staleHits += 1
+            guard state.refreshing[key] == nil else { return }
+            if let notBefore = state.notBefore[key], now < notBefore { return }
+            state.notBefore[key] = nil
+            state.statistics.refreshes += 1
+            // Made under the lock (it runs later), so no second read can start another.
+            state.refreshing[key] = Task { [self] in
+                do {
+                    _ = try await flights.value(for: key) { [self] in
+                        defer { writes.recordFill() }
+                        return try await produce(key, readAt: writes.totalMark, from: source)
+                    }
+                } catch {
+                    let retry = clock.now().addingTimeInterval(refreshAfter ?? 0)
+                    ages.withLock { ages in
+                        ages.statistics.refreshFailures += 1
+                        ages.notBefore[key] = retry
+                    }
+                    logger.debug("A background refresh failed; the current value is kept", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+                }
+                ages.withLock { _ = $0.refreshing.removeValue(forKey: key) }
+            }
+        }
+    }
+
+    /// Waits until every background refresh under way has ended (for tests and shutdown).
+    public func waitForRefreshes() async {
+        while let refresh = ages.withLock({ $0.refreshing.values.first }) {
+            await refresh.value
+        }
+    }
+
+    /// The counts of fresh and stale reads, refreshes, and stale values served on error.
+    public var freshnessStatistics: FreshnessStatistics { ages.withLock { $0.statistics } }
+
+    /// Reads the layers the way ``fetch(_:)`` does, without asking the fetcher: a failing layer is
+    /// a miss, and so is an entry past its own expiry (inside the stale window).
+    package func readFreshAsLayer(_ key: Key) async throws -> Value? {
+        guard staleWindow > 0 else { return try await base.readAsLayer(key, logger: logger) }
+        guard let entry = try await base.readEntryAsLayer(key, logger: logger) else { return nil }
+        return isStale(entry.attributes, at: clock.now()) ? nil : entry.value
+    }
+
+    /// Reads the layers only (the fetcher is not asked); an entry past its own expiry is a miss.
     /// - Parameter key: The key to look up.
     /// - Returns: The cached value, or `nil`.
     /// - Throws: What the layers throw.
     public func value(forKey key: Key) async throws -> Value? {
-        try await base.value(forKey: key)
+        guard staleWindow > 0 else { return try await base.value(forKey: key) }
+        return try await entry(forKey: key, transformedBy: { $0 })?.value
     }
 
-    /// Writes to the layers.
+    /// Reads the entry from the layers, with its own expiry (the stale window taken off); an
+    /// entry past it is a miss.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil`.
+    /// - Throws: What the layers throw.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        guard var entry = try await base.entry(forKey: key, transformedBy: transform) else { return nil }
+        guard staleWindow > 0 else { return entry }
+        if isStale(entry.attributes, at: clock.now()) { return nil }
+        entry.attributes = withoutStaleWindow(entry.attributes)
+        return entry
+    }
+
+    /// The attributes from the layers, with the entry's own expiry.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil`.
+    /// - Throws: What the layers throw.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        guard let attributes = try await base.attributes(forKey: key) else { return nil }
+        guard staleWindow > 0 else { return attributes }
+        return isStale(attributes, at: clock.now()) ? nil : withoutStaleWindow(attributes)
+    }
+
+    /// Writes to the layers, with the policy's lifetime.
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: The key to store it under.
     /// - Throws: What the layers throw.
     public func setValue(_ value: Value, forKey key: Key) async throws {
-        try await writes.change(key) { try await base.setValue(value, forKey: key) }
+        try await writes.change(key) { try await write(StoreEntry(value: value), forKey: key) }
+    }
+
+    /// Writes the entry to the layers; one without an expiry gets the policy's lifetime.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: What the layers throw.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try await writes.change(key) { try await write(entry, forKey: key) }
+    }
+
+    /// Replaces the attributes in the layers (the stale window added to the expiry).
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when no layer had the key.
+    /// - Throws: What the layers throw.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try await writes.change(key) { try await base.setAttributes(withStaleWindow(attributes), forKey: key) }
+    }
+
+    /// Adds the entry to the layers if absent; an entry past its own expiry counts as absent.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: What the layers throw.
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try await writes.change(key) {
+            let stamped = stamped(entry)
+            var result = try await base.addEntry(stamped, forKey: key)
+            if let existing = result.existing, isStale(existing.attributes, at: clock.now()) {
+                try await base.removeValue(forKey: key)
+                result = try await base.addEntry(stamped, forKey: key)
+            }
+            return result.existing.map { .existing(StoreEntry(value: $0.value, attributes: withoutStaleWindow($0.attributes))) } ?? .inserted
+        }
+    }
+
+    /// Writes `entry` to the layers: as it is when the policy is empty, else stamped with the time
+    /// stored and the policy's lifetime plus the stale window.
+    private func write(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        if freshness.isNone, entry.attributes == EntryAttributes() {
+            try await base.setValue(entry.value, forKey: key)
+        } else {
+            try await base.setEntry(stamped(entry), forKey: key)
+        }
+    }
+
+    /// `entry` with its time stored, its lifetime (its own, else the policy's) and the stale window.
+    private func stamped(_ entry: StoreEntry<Value>) -> StoreEntry<Value> {
+        guard !freshness.isNone else { return entry }
+        let now = clock.now()
+        var entry = entry
+        entry.attributes.storedAt = entry.attributes.storedAt ?? now
+        entry.attributes.expiresAt = entry.attributes.expiresAt ?? timeToLive.map { now.addingTimeInterval($0) }
+        entry.attributes = withStaleWindow(entry.attributes)
+        return entry
+    }
+
+    private func withStaleWindow(_ attributes: EntryAttributes) -> EntryAttributes {
+        var attributes = attributes
+        attributes.expiresAt = attributes.expiresAt?.addingTimeInterval(staleWindow)
+        return attributes
+    }
+
+    private func withoutStaleWindow(_ attributes: EntryAttributes) -> EntryAttributes {
+        var attributes = attributes
+        attributes.expiresAt = attributes.expiresAt?.addingTimeInterval(-staleWindow)
+        return attributes
     }
 
     /// Removes `key` from the layers.
@@ -142,13 +377,13 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         let keyMark = writes.mark(for: key)
         // Read again only if something may have filled the layers since this caller's read.
         if writes.totalMark != generation,
-           let value = try await base.readAsLayer(key, logger: logger) {
+           let value = try await readFreshAsLayer(key) {
             return value
         }
         try Task.checkCancellation()
-        let value: Value
+        let fetched: StoreEntry<Value>
         do {
-            value = try await source.fetch(key)
+            fetched = try await source.fetchEntry(key)
             fetcherCounter.recordHit()
         } catch {
             if !(error is CancellationError) {
@@ -157,11 +392,12 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
             throw error
         }
-        guard !Task.isCancelled else { return value }
+        if readsAttributes { ages.withLock { _ = $0.servingStale.remove(key) } }
+        guard !Task.isCancelled else { return fetched.value }
         // A value set or removed meanwhile wins over the fetched one.
         await writes.ifUnchanged(key, since: keyMark) {
             do {
-                try await base.setValue(value, forKey: key)
+                try await write(fetched, forKey: key)
             } catch {
                 logger.warning(
                     "Could not store a fetched value in every layer",
@@ -169,7 +405,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
                 )
             }
         }
-        return value
+        return fetched.value
     }
 }
 
@@ -182,11 +418,15 @@ extension Store {
     ///   - fetcher: The source of original values.
     ///   - logger: Where layer failures are logged.
     /// - Returns: A store with a `fetch(_:)` method.
+    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
+    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     public func fetching<Source: Fetcher>(
         from fetcher: Source,
+        freshness: Freshness = Freshness(),
+        clock: any StoreClock = SystemClock(),
         logger: Logger = Logger(label: "haneke")
     ) -> FetchingStore<Self, Source> where Source.Key == Key, Source.Value == Value {
-        FetchingStore(base: self, fetcher: fetcher, logger: logger)
+        FetchingStore(base: self, fetcher: fetcher, freshness: freshness, clock: clock, logger: logger)
     }
 
     /// Ends this store (or chain) in a closure that produces original values.
@@ -194,10 +434,14 @@ extension Store {
     ///   - logger: Where layer failures are logged.
     ///   - body: Produces the value for a key.
     /// - Returns: A store with a `fetch(_:)` method.
+    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
+    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     public func fetching(
+        freshness: Freshness = Freshness(),
+        clock: any StoreClock = SystemClock(),
         logger: Logger = Logger(label: "haneke"),
         _ body: @escaping @Sendable (Key) async throws -> Value
     ) -> FetchingStore<Self, ClosureFetcher<Key, Value>> {
-        FetchingStore(base: self, fetcher: ClosureFetcher(body), logger: logger)
+        FetchingStore(base: self, fetcher: ClosureFetcher(body), freshness: freshness, clock: clock, logger: logger)
     }
 }

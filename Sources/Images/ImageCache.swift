@@ -45,6 +45,7 @@ extension Format where Value == Image {
     public static func resizing(name: String, resizer: ImageResizer, diskCapacity: Int = 100 << 20) -> Format<Image> {
         var format = images(name: name, diskCapacity: diskCapacity)
         format.transform = resizer.transform
+        format.version = resizer.identity
         format.derivesFromOriginal = true
         return format
     }

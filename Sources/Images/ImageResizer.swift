@@ -75,6 +75,16 @@ public struct ImageResizer: Sendable {
     /// Called with the resized image (Haneke for Objective-C's `postResizeBlock`); what it returns
     /// is the result. `nil` by default. Its errors reach the caller as they are.
     public var postResize: (@Sendable (Image) throws -> Image)?
+    /// What shapes the output, as text: size, scale mode, upscaling, output format and quality
+    /// (`"resize 96x96 aspectfit up jpeg q0.85"`). A resizing format's `version`: change any of them
+    /// and the images made under the old settings are not served again. `preResize` and
+    /// `postResize` are closures and cannot be described: give the format a `version` of your own
+    /// when you change them.
+    public var identity: String {
+        let output = outputFormat?.name ?? "same"
+        return "resize \(size.width)x\(size.height) \(scaleMode.rawValue) \(allowUpscaling ? "up" : "noup") \(output) q\(compressionQuality)"
+    }
+
     /// Where `try await resize(_:)` runs. `IOExecutor.shared` by default; give the resizer an
     /// executor of its own (as wide as the machine's cores) to keep image work from queueing ahead
     /// of disk reads.

@@ -39,13 +39,15 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         return engines
     }
 
-    init(format: Format<Value>, store: AnyStore<String, Value>, logger: Logger, fetcherCounter: StatisticsCounter) {
+    init(format: Format<Value>, store: AnyStore<String, Value>, clock: any StoreClock, logger: Logger, fetcherCounter: StatisticsCounter) {
         self.format = format
         let name = format.name
         let noFetcher = ClosureFetcher<String, Value> { key in
             throw StoreError(.notFound, "No fetcher was given to fetch key \(Logger.describe(key)) in format '\(name)'")
         }
-        self.path = FetchingStore(base: store, fetcher: noFetcher, logger: logger, fetcherCounter: fetcherCounter)
+        self.path = FetchingStore(
+            base: store, fetcher: noFetcher, freshness: format.freshness, clock: clock, logger: logger, fetcherCounter: fetcherCounter
+        )
     }
 
     /// Memory, then LZ4-compressed files in `<cacheDirectory>/<format>` (no disk layer for a capacity
@@ -54,6 +56,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     static func make(
         _ format: Format<Value>,
         cacheDirectory: String?,
+        clock: any StoreClock,
         logger: Logger,
         fetcherCounter: StatisticsCounter,
         executor: IOExecutor = .shared
@@ -62,20 +65,22 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             countLimit: format.memoryCountLimit,
             costLimit: format.memoryCostLimit,
             name: "memory",
+            clock: clock,
             cost: memoryCost()
         )
         func stack(over store: AnyStore<String, Value>) -> FormatStack {
-            var stack = FormatStack(format: format, store: store, logger: logger, fetcherCounter: fetcherCounter)
+            var stack = FormatStack(format: format, store: store, clock: clock, logger: logger, fetcherCounter: fetcherCounter)
             stack.memory = memory
             return stack
         }
         guard format.diskCapacity > 0, let cacheDirectory else { return stack(over: memory.eraseToAnyStore()) }
-        let folder = cacheDirectory + "/" + CacheDirectory.pathComponent(format.name)
+        let folder = cacheDirectory + "/" + FormatIdentity.folderName(of: format)
+        FormatIdentity.emptyOtherVersions(of: format, in: cacheDirectory, keeping: folder, executor: executor, logger: logger)
         // With small values routed to a database, it and the files each have half the capacity.
         let smallCapacity = format.smallValueThreshold == nil ? 0 : format.diskCapacity / 2
         let fileCapacity = format.diskCapacity - smallCapacity
         let disk = OpeningStore(name: "disk", executor: executor, logger: logger, what: folder) {
-            try FileStore(directory: folder, configuration: .init(capacity: fileCapacity), name: "disk", logger: logger, executor: executor)
+            try FileStore(directory: folder, configuration: .init(capacity: fileCapacity, clock: clock), name: "disk", logger: logger, executor: executor)
         }
         // Generic, so each chain keeps its concrete type until it is erased.
         func chainMemory(over lower: some Store<String, Value>) -> AnyStore<String, Value> {
@@ -92,7 +97,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         var result: FormatStack
         if let threshold = format.smallValueThreshold {
             let small = OpeningStore(name: "disk-small", executor: executor, logger: logger, what: folder) {
-                try SQLiteStore(directory: folder, configuration: .init(capacity: smallCapacity), name: "disk-small", logger: logger, executor: executor)
+                try SQLiteStore(directory: folder, configuration: .init(capacity: smallCapacity, clock: clock), name: "disk-small", logger: logger, executor: executor)
             }
             result = over(small.routingLargeValues(over: threshold, to: disk))
             result.small = small
