@@ -62,7 +62,13 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
         // Promote only if no write or removal of the key came through this chain meanwhile.
         await writes.ifUnchanged(key, since: mark) {
             do {
-                try await top.setEntry(entry, forKey: key)
+                // A value without attributes is promoted as a plain write (a store of your own
+                // need not keep attributes to be a top layer).
+                if entry.attributes == EntryAttributes() {
+                    try await top.setValue(entry.value, forKey: key)
+                } else {
+                    try await top.setEntry(entry, forKey: key)
+                }
             } catch {
                 logger.warning(
                     "Could not promote a value into the upper layer",

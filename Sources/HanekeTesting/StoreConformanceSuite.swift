@@ -27,6 +27,12 @@ public struct StoreConformanceSuite<S: Store>: Sendable where S.Value: Equatable
     public var concurrentTasks = 8
     /// How many operations each of those tasks performs; 200 by default.
     public var operationsPerTask = 200
+    /// How many tasks add one key at once in the add-if-absent check; 100 by default.
+    public var concurrentAdds = 100
+    /// The clock the stores use, when the suite may move it: then it also checks that an entry
+    /// expires when its time comes and that an expired entry counts as absent. `nil` by default
+    /// (the lifetime checks use instants far in the past and the future).
+    public var clock: TestClock?
 
     /// Creates a suite.
     /// - Parameters:
@@ -133,7 +139,115 @@ public struct StoreConformanceSuite<S: Store>: Sendable where S.Value: Equatable
             Check(name: "concurrent tasks each read their own last write") { suite, store in
                 try await suite.checkConcurrentAccess(store)
             },
+            Check(name: "an entry keeps its expiry, time stored and metadata") { suite, store in
+                let attributes = EntryAttributes(expiresAt: farFuture, storedAt: Date(timeIntervalSince1970: 1_700_000_000), metadata: Data("etag: \"v1\"".utf8))
+                try await store.setEntry(StoreEntry(value: suite.makeValue(1), attributes: attributes), forKey: suite.makeKey(1))
+                try await suite.expectValue(1, in: store, for: 1)
+                guard let entry = try await store.entry(forKey: suite.makeKey(1)) else {
+                    throw ConformanceFailure.Mismatch("entry(forKey:) missed an entry that value(forKey:) reads")
+                }
+                guard entry.value == suite.makeValue(1) else { throw ConformanceFailure.Mismatch("entry(forKey:) read another value") }
+                try expectSame(entry.attributes, attributes, "entry(forKey:)")
+                try expectSame(try await store.attributes(forKey: suite.makeKey(1)), attributes, "attributes(forKey:)")
+            },
+            Check(name: "an entry whose expiry has passed is a miss") { suite, store in
+                try await store.setEntry(StoreEntry(value: suite.makeValue(1), expiresAt: farPast), forKey: suite.makeKey(1))
+                try await suite.expectValue(nil, in: store, for: 1)
+                guard try await store.entry(forKey: suite.makeKey(1)) == nil, try await store.attributes(forKey: suite.makeKey(1)) == nil else {
+                    throw ConformanceFailure.Mismatch("an expired entry was still read")
+                }
+                if let clock = suite.clock {
+                    try await store.setEntry(StoreEntry(value: suite.makeValue(2), expiresAt: clock.now().addingTimeInterval(60)), forKey: suite.makeKey(2))
+                    clock.advance(by: .seconds(59))
+                    try await suite.expectValue(2, in: store, for: 2)
+                    clock.advance(by: .seconds(2))
+                    try await suite.expectValue(nil, in: store, for: 2)
+                }
+            },
+            Check(name: "metadata up to the limit is kept; more is refused with valueTooLarge") { suite, store in
+                let most = Data((0..<EntryAttributes.metadataLimit).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+                try await store.setValue(suite.makeValue(1), forKey: suite.makeKey(1), expiresAt: nil, metadata: most)
+                guard try await store.attributes(forKey: suite.makeKey(1))?.metadata == most else {
+                    throw ConformanceFailure.Mismatch("\(most.count) bytes of metadata did not read back")
+                }
+                do {
+                    try await store.setValue(suite.makeValue(2), forKey: suite.makeKey(2), expiresAt: nil, metadata: most + Data([0]))
+                    throw ConformanceFailure.Mismatch("metadata over the limit was accepted")
+                } catch let error as StoreError where error.code == .valueTooLarge {}
+            },
+            Check(name: "setAttributes replaces the attributes and keeps the value") { suite, store in
+                try await store.setValue(suite.makeValue(1), forKey: suite.makeKey(1), expiresAt: farFuture, metadata: Data([1]))
+                let replaced = EntryAttributes(expiresAt: farFuture.addingTimeInterval(3600), storedAt: Date(timeIntervalSince1970: 1_750_000_000), metadata: Data([2, 3]))
+                guard try await store.setAttributes(replaced, forKey: suite.makeKey(1)) else {
+                    throw ConformanceFailure.Mismatch("setAttributes found no entry")
+                }
+                try await suite.expectValue(1, in: store, for: 1)
+                try expectSame(try await store.attributes(forKey: suite.makeKey(1)), replaced, "attributes after setAttributes")
+                guard try await !store.setAttributes(replaced, forKey: suite.makeKey(2)) else {
+                    throw ConformanceFailure.Mismatch("setAttributes of a missing key reported an entry")
+                }
+                try await suite.expectValue(nil, in: store, for: 2)
+            },
+            Check(name: "add if absent inserts once and then reports the entry there") { suite, store in
+                guard try await store.addValue(suite.makeValue(1), forKey: suite.makeKey(1), metadata: Data([9])).inserted else {
+                    throw ConformanceFailure.Mismatch("adding an absent key did not insert")
+                }
+                let second = try await store.addValue(suite.makeValue(2), forKey: suite.makeKey(1))
+                guard let existing = second.existing, existing.value == suite.makeValue(1), existing.metadata == Data([9]) else {
+                    throw ConformanceFailure.Mismatch("adding a present key did not report the first entry")
+                }
+                try await suite.expectValue(1, in: store, for: 1)
+                try await store.setEntry(StoreEntry(value: suite.makeValue(3), expiresAt: farPast), forKey: suite.makeKey(3))
+                guard try await store.addValue(suite.makeValue(4), forKey: suite.makeKey(3)).inserted else {
+                    throw ConformanceFailure.Mismatch("adding over an expired entry did not insert")
+                }
+                if let clock = suite.clock {
+                    try await store.setEntry(StoreEntry(value: suite.makeValue(5), expiresAt: clock.now().addingTimeInterval(10)), forKey: suite.makeKey(5))
+                    clock.advance(by: .seconds(11))
+                    guard try await store.addValue(suite.makeValue(6), forKey: suite.makeKey(5)).inserted else {
+                        throw ConformanceFailure.Mismatch("adding over an entry that expired with time did not insert")
+                    }
+                    try await suite.expectValue(6, in: store, for: 5)
+                }
+            },
+            Check(name: "of many concurrent adds of one key, exactly one inserts") { suite, store in
+                let key = suite.makeKey(7)
+                let results = try await withThrowingTaskGroup(of: (Int, AddResult<S.Value>).self) { group in
+                    for task in 0..<suite.concurrentAdds {
+                        group.addTask { (task, try await store.addValue(suite.makeValue(3_000_000 + task), forKey: key)) }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                let winners = results.filter { $0.1.inserted }
+                guard winners.count == 1, let winner = winners.first?.0 else {
+                    throw ConformanceFailure.Mismatch("\(winners.count) of \(results.count) concurrent adds inserted")
+                }
+                for (_, result) in results where !result.inserted && result.existing?.value != suite.makeValue(3_000_000 + winner) {
+                    throw ConformanceFailure.Mismatch("a losing add reported another value than the one inserted")
+                }
+                try await suite.expectValue(3_000_000 + winner, in: store, for: 7)
+            },
         ]
+    }
+
+    /// An instant every clock has passed, and one none will reach.
+    private static var farPast: Date { Date(timeIntervalSince1970: 946_684_800) }
+    private static var farFuture: Date { Date(timeIntervalSince1970: 13_569_465_600) }
+
+    /// Whether two attributes are the same, instants to the millisecond (what disk stores keep); the
+    /// expiry may be earlier, bounded by a store's own time to live.
+    private static func expectSame(_ found: EntryAttributes?, _ expected: EntryAttributes, _ what: String) throws {
+        func close(_ a: Date?, _ b: Date?, orEarlier: Bool = false) -> Bool {
+            switch (a, b) {
+            case (nil, nil): return true
+            case let (a?, b?): return abs(a.timeIntervalSince(b)) < 0.002 || (orEarlier && a < b)
+            default: return false
+            }
+        }
+        guard let found, close(found.expiresAt, expected.expiresAt, orEarlier: true), close(found.storedAt, expected.storedAt),
+              found.metadata == expected.metadata else {
+            throw ConformanceFailure.Mismatch("\(what) gave \(found.map { "\($0)" } ?? "nil"), expected \(expected)")
+        }
     }
 
     private func expectValue(_ index: Int?, in store: S, for keyIndex: Int) async throws {

@@ -137,6 +137,13 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         forKey key: Key,
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
     ) throws -> StoreEntry<Transformed>? {
+        try readEntry(forKey: key, transformedBy: transform)
+    }
+
+    func readEntry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) throws -> StoreEntry<Transformed>? {
         let found = state.withLock { state -> (value: Stored, expiry: Double)? in
             var expired = false
             let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired)
@@ -157,7 +164,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Returns: The entry, or `nil`.
     public func entry(forKey key: Key) -> StoreEntry<Value>? {
         // The identity transform cannot throw.
-        (try? entry(forKey: key, transformedBy: { $0 })) ?? nil
+        (try? readEntry(forKey: key, transformedBy: { $0 })) ?? nil
     }
 
     /// The expiry, time stored and metadata of the entry for `key`, or `nil` when there is none or
@@ -165,6 +172,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Parameter key: The key to look up.
     /// - Returns: The attributes, or `nil`.
     public func attributes(forKey key: Key) -> EntryAttributes? {
+        readAttributes(forKey: key)
+    }
+
+    func readAttributes(forKey key: Key) -> EntryAttributes? {
         state.withLock { state in
             state.entries.peekValueAndExpiry(forKey: key, now: clockSeconds).map { Self.attributes($0.value, expiry: $0.expiry) }
         }
@@ -178,6 +189,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - key: The key to store it under.
     /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
     public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws {
+        try writeEntry(entry, forKey: key)
+    }
+
+    func writeEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws {
         try entry.attributes.checkMetadataSize(forKey: key)
         let now = clock.now()
         let expiry = Self.expiry(of: entry.attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
@@ -198,6 +213,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
     @discardableResult
     public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) throws -> Bool {
+        try writeAttributes(attributes, forKey: key)
+    }
+
+    func writeAttributes(_ attributes: EntryAttributes, forKey key: Key) throws -> Bool {
         try attributes.checkMetadataSize(forKey: key)
         let now = clock.now()
         let expiry = Self.expiry(of: attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
@@ -219,6 +238,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
     @discardableResult
     public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws -> AddResult<Value> {
+        try insertIfAbsent(entry, forKey: key)
+    }
+
+    func insertIfAbsent(_ entry: StoreEntry<Value>, forKey key: Key) throws -> AddResult<Value> {
         try entry.attributes.checkMetadataSize(forKey: key)
         let now = clock.now()
         let nowSeconds = now.timeIntervalSinceReferenceDate
@@ -349,6 +372,67 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// The keys from most to least recently used.
     /// - Complexity: O(n).
     public var keysByRecency: [Key] { state.withLock { $0.entries.keysByRecency } }
+
+    // The entry methods again, async: in async code Swift prefers an async overload, and without
+    // these a call on a `MemoryStore` would pick `Store`'s defaults (which keep no attributes).
+
+    /// ``entry(forKey:transformedBy:)-(_,_)``, for async callers.
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - transform: What to make of the value.
+    /// - Returns: The entry, or `nil`.
+    /// - Throws: What `transform` throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: Key,
+        transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try readEntry(forKey: key, transformedBy: transform)
+    }
+
+    /// The entry for `key`, for async callers; see ``entry(forKey:transformedBy:)-(_,_)``.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The entry, or `nil`.
+    public func entry(forKey key: Key) async -> StoreEntry<Value>? {
+        (try? readEntry(forKey: key, transformedBy: { $0 })) ?? nil
+    }
+
+    /// The attributes of the entry for `key`, for async callers (it never throws).
+    /// - Parameter key: The key to look up.
+    /// - Returns: The attributes, or `nil`.
+    public func attributes(forKey key: Key) async throws -> EntryAttributes? {
+        readAttributes(forKey: key)
+    }
+
+    /// Stores `entry` for `key`, for async callers; see ``setEntry(_:forKey:)-(_,_)``.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
+        try writeEntry(entry, forKey: key)
+    }
+
+    /// Replaces the attributes of the entry for `key`, for async callers.
+    /// - Parameters:
+    ///   - attributes: The new attributes.
+    ///   - key: The key whose entry changes.
+    /// - Returns: `false` when there is no unexpired entry for `key`.
+    /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: Key) async throws -> Bool {
+        try writeAttributes(attributes, forKey: key)
+    }
+
+    /// Adds `entry` for `key` if absent, for async callers.
+    /// - Parameters:
+    ///   - entry: The value and its attributes.
+    ///   - key: The key to store it under.
+    /// - Returns: `.inserted`, or `.existing` with the entry that is there.
+    /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    @discardableResult
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws -> AddResult<Value> {
+        try insertIfAbsent(entry, forKey: key)
+    }
 
     /// This store's counters.
     public var statistics: StoreStatistics { state.withLock { $0.statistics } }

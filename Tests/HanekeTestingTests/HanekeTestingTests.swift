@@ -21,7 +21,7 @@ struct HanekeTestingTests {
 
     @Test func theCheckNamesAreListed() {
         let names = StoreConformanceSuite<MemoryStore<String, Data>>.checkNames
-        #expect(names.count == 12)
+        #expect(names.count == 18)
         #expect(Set(names).count == names.count)
     }
 
