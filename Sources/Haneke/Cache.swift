@@ -335,6 +335,23 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         if let firstError { throw firstError }
     }
 
+    /// Waits until the background refreshes under way in a format have ended (for tests and a
+    /// graceful shutdown).
+    /// - Parameter formatName: The format; the original by default.
+    /// - Throws: `formatNotFound`.
+    public func waitForRefreshes(formatName: String = Cache.originalFormatName) async throws {
+        try await stack(for: formatName).path.waitForRefreshes()
+    }
+
+    /// The counts of fresh and stale reads, background refreshes and stale values served on error
+    /// in a format.
+    /// - Parameter formatName: The format; the original by default.
+    /// - Returns: The counts.
+    /// - Throws: `formatNotFound`.
+    public func freshnessStatistics(formatName: String = Cache.originalFormatName) throws -> FreshnessStatistics {
+        try stack(for: formatName).path.freshnessStatistics
+    }
+
     /// Waits until every format has finished preloading (immediately for formats that do not preload).
     public func waitForPreloading() async {
         for stack in formats.withLock({ Array($0.values) }) {
