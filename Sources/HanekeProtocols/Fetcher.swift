@@ -1,7 +1,7 @@
 /// The source of original values at the end of a chain: the network, a disk, a computation.
 ///
 /// A fetcher is asked only on a full miss, and concurrent requests for one key share one call
-/// (see ``Store/fetching(from:logger:)``).
+/// (see ``Store/fetching(from:freshness:clock:logger:)``).
 public protocol Fetcher<Key, Value>: Sendable {
     /// The type of the keys.
     associatedtype Key: Hashable & Sendable

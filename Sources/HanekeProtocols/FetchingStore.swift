@@ -4,7 +4,7 @@ public import Logging
 /// A store that ends in a fetcher: ``fetch(_:)`` reads the layers and, on a full miss, asks the
 /// fetcher once per key however many callers are waiting (single flight).
 ///
-/// Made by ``Store/fetching(from:logger:)``. As a ``Store`` it reads and writes its layers only;
+/// Made by ``Store/fetching(from:freshness:clock:logger:)``. As a ``Store`` it reads and writes its layers only;
 /// the fetcher is asked by ``fetch(_:)``.
 ///
 /// This is the package's one read-through path: Haneke's `Cache` keeps one `FetchingStore` per
@@ -54,13 +54,13 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         var servingStale: Set<Key> = []
     }
 
-    /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:logger:)``.
+    /// Puts `fetcher` behind `base`. Prefer ``Store/fetching(from:freshness:clock:logger:)``.
     /// - Parameters:
+    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
+    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     ///   - base: The layers read before the fetcher.
     ///   - fetcher: The source of original values.
     ///   - logger: Where layer failures are logged.
-    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
-    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     public convenience init(
         base: Base,
         fetcher: Source,
@@ -415,11 +415,11 @@ extension Store {
     /// On a full miss the fetcher is called once per key, whatever the number of concurrent callers,
     /// and its value is written to every layer. See ``FetchingStore/fetch(_:)`` for the guarantees.
     /// - Parameters:
+    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
+    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     ///   - fetcher: The source of original values.
     ///   - logger: Where layer failures are logged.
     /// - Returns: A store with a `fetch(_:)` method.
-    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
-    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     public func fetching<Source: Fetcher>(
         from fetcher: Source,
         freshness: Freshness = Freshness(),
@@ -431,11 +431,11 @@ extension Store {
 
     /// Ends this store (or chain) in a closure that produces original values.
     /// - Parameters:
+    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
+    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     ///   - logger: Where layer failures are logged.
     ///   - body: Produces the value for a key.
     /// - Returns: A store with a `fetch(_:)` method.
-    ///   - freshness: Lifetimes, background refresh and the stale window; none by default.
-    ///   - clock: The clock that decides age and expiry; give the layers the same one.
     public func fetching(
         freshness: Freshness = Freshness(),
         clock: any StoreClock = SystemClock(),

@@ -71,9 +71,6 @@ public final class FailingStore<Base: Store>: Store {
         counter.recordWrite()
     }
 
-    /// Removes from `base`, or throws when removals fail.
-    /// - Parameter key: The key to remove.
-    /// - Throws: ``error`` when `.remove` fails.
     /// Fails when its operation is chosen; otherwise forwards to ``base``.
     /// - Parameters:
     ///   - key: The key to look up.
@@ -133,6 +130,9 @@ public final class FailingStore<Base: Store>: Store {
         return try await base.addEntry(entry, forKey: key)
     }
 
+    /// Removes from `base`, or throws when removals fail.
+    /// - Parameter key: The key to remove.
+    /// - Throws: ``error`` when `.remove` fails.
     public func removeValue(forKey key: Key) async throws {
         try failIfChosen(.remove)
         try await base.removeValue(forKey: key)

@@ -80,9 +80,6 @@ public final class RecordingStore<Base: Store>: Store {
         try await base.setValue(value, forKey: key)
     }
 
-    /// Records the call and removes from `base`.
-    /// - Parameter key: The key to remove.
-    /// - Throws: What `base` throws.
     /// Records the call, then forwards it to ``base``.
     /// - Parameters:
     ///   - key: The key to look up.
@@ -139,6 +136,9 @@ public final class RecordingStore<Base: Store>: Store {
         return try await base.addEntry(entry, forKey: key)
     }
 
+    /// Records the call and removes from `base`.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What `base` throws.
     public func removeValue(forKey key: Key) async throws {
         log.withLock { $0.append(.removeValue(key)) }
         try await base.removeValue(forKey: key)

@@ -58,9 +58,6 @@ public struct TemporaryStore<Base: Store>: Store {
         try await base.setValue(value, forKey: key)
     }
 
-    /// Removes from the store.
-    /// - Parameter key: The key to remove.
-    /// - Throws: What the store throws.
     /// Forwards to ``base``.
     /// - Parameters:
     ///   - key: The key to look up.
@@ -112,6 +109,9 @@ public struct TemporaryStore<Base: Store>: Store {
         try await base.addEntry(entry, forKey: key)
     }
 
+    /// Removes from the store.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What the store throws.
     public func removeValue(forKey key: Key) async throws {
         try await base.removeValue(forKey: key)
     }

@@ -2,7 +2,7 @@ public import Foundation
 public import HanekeProtocols
 
 /// An in-memory least-recently-used store with count and cost limits, an optional time to live, and
-/// entries that may carry their own expiry and metadata (``setEntry(_:forKey:)``).
+/// entries that may carry their own expiry and metadata (`setEntry(_:forKey:)`).
 ///
 /// Reads make an entry the most recently used; when a write takes the store over a limit, the least
 /// recently used entries are evicted. Every operation is O(1) and thread-safe. The methods are
@@ -159,7 +159,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         return StoreEntry(value: try transform(found.value.value), attributes: Self.attributes(found.value, expiry: found.expiry))
     }
 
-    /// Returns the entry for `key`, or `nil`; see ``entry(forKey:transformedBy:)``.
+    /// Returns the entry for `key`, or `nil`; see `entry(forKey:transformedBy:)`.
     /// - Parameter key: The key to look up.
     /// - Returns: The entry, or `nil`.
     public func entry(forKey key: Key) -> StoreEntry<Value>? {
@@ -376,7 +376,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     // The entry methods again, async: in async code Swift prefers an async overload, and without
     // these a call on a `MemoryStore` would pick `Store`'s defaults (which keep no attributes).
 
-    /// ``entry(forKey:transformedBy:)-(_,_)``, for async callers.
+    /// The synchronous `entry(forKey:transformedBy:)`, for async callers.
     /// - Parameters:
     ///   - key: The key to look up.
     ///   - transform: What to make of the value.
@@ -389,7 +389,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         try readEntry(forKey: key, transformedBy: transform)
     }
 
-    /// The entry for `key`, for async callers; see ``entry(forKey:transformedBy:)-(_,_)``.
+    /// The entry for `key`, for async callers; see the synchronous `entry(forKey:transformedBy:)`.
     /// - Parameter key: The key to look up.
     /// - Returns: The entry, or `nil`.
     public func entry(forKey key: Key) async -> StoreEntry<Value>? {
@@ -403,7 +403,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         readAttributes(forKey: key)
     }
 
-    /// Stores `entry` for `key`, for async callers; see ``setEntry(_:forKey:)-(_,_)``.
+    /// Stores `entry` for `key`, for async callers; see the synchronous `setEntry(_:forKey:)`.
     /// - Parameters:
     ///   - entry: The value and its attributes.
     ///   - key: The key to store it under.
