@@ -75,6 +75,24 @@ struct ImageCacheTests {
         }
     }
 
+    @Test func aRestartedAppWithAChangedResizingFormatServesNoImageOfTheOldSize() async throws {
+        try await withServer(try await Self.startServer(), shutdown: { await $0.shutdown() }) { server in
+            let url = server.baseURL.appendingPathComponent("avatar.jpg")
+            let first = try await makeCache()
+            first.addFormat(.resizing(name: "avatar", resizer: Resizes().resizer(width: 96, height: 96)))
+            #expect(try await first.fetch(url: url, formatName: "avatar").size == ImageSize(width: 96, height: 72))
+            try await first.flush()
+
+            // The next run: the avatar format now makes 48-pixel images, under the same name.
+            let restarted = try await makeCache()
+            restarted.addFormat(.resizing(name: "avatar", resizer: Resizes().resizer(width: 48, height: 48)))
+            await #expect(throws: StoreError.self) { try await restarted.fetch(key: url.absoluteString, formatName: "avatar") }
+            #expect(try await restarted.fetch(url: url, formatName: "avatar").size == ImageSize(width: 48, height: 36))
+            // The original was kept on disk: no second request.
+            #expect(server.requestCount(path: "/avatar.jpg") == 1)
+        }
+    }
+
     @Test func twoFormatsShareOneRequestAndTheDiskServesThemAfterMemoryIsEmptied() async throws {
         let cache = try await makeCache()
         let small = Resizes(), square = Resizes()
