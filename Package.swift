@@ -200,7 +200,8 @@ let package = Package(
         .testTarget(name: "MemoryStoreTests", dependencies: ["MemoryStore", "HanekeTesting", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "CSQLite", "FileStore", "StoreFolders", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SQLiteStore", "CSQLite", "FileStore", "StoreFolders", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
         .testTarget(

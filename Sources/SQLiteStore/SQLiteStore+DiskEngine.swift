@@ -104,11 +104,10 @@ extension SQLiteStore: DiskEngine {
         }
         guard let row else { return nil }
         if let expires = row.expires, expires <= now { return nil }
-        let value = row.value ?? Data()
-        guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
-            throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(directory)/\(Self.databaseFileName) is damaged (its value does not match its checksum)")
+        guard Self.isIntact(row, checkingValue: true) else {
+            throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(directory)/\(Self.databaseFileName) is damaged (its value or its metadata does not match its checksum)")
         }
-        return value
+        return row.value ?? Data()
     }
 }
 

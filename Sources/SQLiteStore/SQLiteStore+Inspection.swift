@@ -50,6 +50,8 @@ extension SQLiteStore {
             case keyDoesNotMatchID
             /// The key is not valid UTF-8, so no `String` key can be its.
             case keyNotUTF8
+            /// The metadata does not match its checksum (or is longer than any entry's).
+            case metadataChecksumMismatch
         }
 
         /// The row's id (the high 64 bits of its key's MD5, as stored).
@@ -65,6 +67,7 @@ extension SQLiteStore {
             case .checksumMismatch: "the value does not match its checksum"
             case .keyDoesNotMatchID: "the key's MD5 is not the row's id (a misplaced row)"
             case .keyNotUTF8: "the key is not valid UTF-8"
+            case .metadataChecksumMismatch: "the metadata does not match its checksum"
             }
         }
     }
@@ -192,11 +195,10 @@ extension SQLiteStore {
         let lookup = try bytes.withUTF8 { try database.lookup(id: id, key: UnsafeRawBufferPointer($0), withValue: true) }
         guard case .found(let row) = lookup else { return nil }
         if let expires = row.expires, Double(expires) / 1_000 <= now.timeIntervalSince1970 { return nil }
-        let value = row.value ?? Data()
-        guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
-            throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(folder.path)/\(databaseFileName) is damaged (its value does not match its checksum)")
+        guard isIntact(row, checkingValue: true) else {
+            throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(folder.path)/\(databaseFileName) is damaged (its value or its metadata does not match its checksum)")
         }
-        return value
+        return row.value ?? Data()
     }
 
     /// Reads every row and checks the structure, adding what is found to `inspection`; a read
@@ -226,7 +228,8 @@ extension SQLiteStore {
         guard let key = String(validating: row.key, as: UTF8.self) else { return .keyNotUTF8 }
         guard id(for: key) == row.id else { return .keyDoesNotMatchID }
         let sum = (row.value ?? Data()).withUnsafeBytes { checksum(id: row.id, value: $0) }
-        return sum == row.checksum ? nil : .checksumMismatch
+        guard sum == row.checksum else { return .checksumMismatch }
+        return row.metadataIsIntact ? nil : .metadataChecksumMismatch
     }
 
     /// Opens the database at `path` to read it, writing nothing. A connection that may write is

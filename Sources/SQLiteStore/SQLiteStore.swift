@@ -28,6 +28,12 @@ import StoreFolders
 ///   same checks as `FileStore`: the user's own folder, not writable by others), created private to
 ///   the user, opened through a path without links and never through a link itself. A `FileStore`
 ///   may share the folder: each leaves the other's files alone.
+/// - Each row keeps its entry's attributes: its expiry (its own, bounded by
+///   ``Configuration/timeToLive``), when its value was first stored, and its metadata with a
+///   checksum of its own, so that `attributes(forKey:)` and
+///   `setAttributes(_:forKey:)` read and replace them without the value.
+///   `addEntry(_:forKey:)` is one transaction under SQLite's write lock. A database
+///   of 0.3.0 (format version 1) is upgraded when a store opens it.
 /// - Writes are transactions in SQLite's write-ahead log: a process killed at any point leaves the
 ///   database as it was after its last completed write (`durableWrites` for power loss).
 /// - Eviction is least recently used as far as a random sample shows: it deletes the oldest quarter
@@ -156,7 +162,7 @@ public final class SQLiteStore: Store {
         return try Database(
             folder: folder, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
             walPages: logPages, busyTimeout: configuration.busyTimeout, exclusive: configuration.exclusiveAccess,
-            cacheSize: configuration.pageCacheSize
+            cacheSize: configuration.pageCacheSize, upgrade: true
         )
     }
 
@@ -178,7 +184,7 @@ public final class SQLiteStore: Store {
     /// - Performs disk I/O: one B-tree lookup, usually in SQLite's page cache.
     public func value(forKey key: String) throws -> Data? {
         do {
-            let value = try readValue(forKey: key)
+            let value = try readEntry(forKey: key, withValue: true)?.value
             counter.recordRead(value != nil)
             return value
         } catch {
@@ -197,7 +203,7 @@ public final class SQLiteStore: Store {
     /// - Performs disk I/O: one transaction.
     public func setValue(_ value: Data, forKey key: String) throws {
         do {
-            try writeValue(value, forKey: key)
+            try writeEntry(value, forKey: key, attributes: nil)
             counter.recordWrite()
         } catch {
             counter.recordError()
@@ -362,16 +368,51 @@ public final class SQLiteStore: Store {
     }
 
     func now() -> Int64 {
-        Int64((configuration.clock.now().timeIntervalSince1970 * 1_000).rounded(.down))
+        Self.milliseconds(configuration.clock.now())
+    }
+
+    /// `date` in whole milliseconds since 1970, rounded down; clamped to what an `Int64` holds.
+    static func milliseconds(_ date: Date) -> Int64 {
+        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
+        guard milliseconds > -9.2e18 else { return .min }
+        guard milliseconds < 9.2e18 else { return .max }
+        return Int64(milliseconds)
+    }
+
+    /// The instant of a row's time, in milliseconds since 1970.
+    static func date(_ milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1_000)
+    }
+
+    /// The expiry of a write at `now` (milliseconds): the entry's own, bounded by the store's
+    /// ``Configuration/timeToLive`` (``EntryAttributes/expiry(writtenAt:storeTimeToLive:)`` in
+    /// whole milliseconds); `nil` for never.
+    func expiry(of attributes: EntryAttributes?, writtenAt now: Int64) -> Int64? {
+        let bound = configuration.timeToLive.map { now.saturatingAdding($0.saturatingMilliseconds) }
+        let own = attributes?.expiresAt.map(Self.milliseconds)
+        switch (own, bound) {
+        case let (own?, bound?): return min(own, bound)
+        case let (own, bound): return own ?? bound
+        }
+    }
+
+    /// The attributes a row keeps: its expiry, its creation time (when it was first stored) and its
+    /// metadata.
+    static func attributes(of row: Database.Row) -> EntryAttributes {
+        EntryAttributes(expiresAt: row.expires.map(date), storedAt: date(row.created), metadata: row.metadata)
     }
 
     private enum Read {
-        case hit(Data)
+        case hit(Database.Row)
         case miss
         case damaged
     }
 
-    private func readValue(forKey key: String) throws -> Data? {
+    /// Reads the row of `key`: its value (when `withValue`; else the value is not read) and its
+    /// attributes, or `nil` when there is none, it has expired (it is deleted), or it is damaged —
+    /// its value (when read) or its metadata does not match its checksum (it is deleted, and
+    /// logged). A read of the value records a use.
+    func readEntry(forKey key: String, withValue: Bool) throws -> (value: Data?, attributes: EntryAttributes)? {
         let id = Self.id(for: key)
         let now = now()
         var key = key
@@ -379,7 +420,7 @@ public final class SQLiteStore: Store {
             try state.withLock { state -> Read in
                 let lookup: Database.Lookup
                 do {
-                    lookup = try state.database.lookup(id: id, key: UnsafeRawBufferPointer(key), withValue: true)
+                    lookup = try state.database.lookup(id: id, key: UnsafeRawBufferPointer(key), withValue: withValue)
                 } catch let error as StoreError where error.code == .corrupted {
                     // A damaged page: whatever was in it is a miss.
                     logger.error("The database is damaged; reading as a miss", metadata: ["directory": "\(directory)", "error": "\(error)"])
@@ -391,20 +432,21 @@ public final class SQLiteStore: Store {
                     try state.database.delete(id: id)
                     return .miss
                 }
-                let value = row.value ?? Data()
-                guard value.withUnsafeBytes({ checksum(id: id, value: $0) }) == row.checksum else {
+                guard Self.isIntact(row, checkingValue: withValue) else {
                     state.uses[id] = nil
                     _ = try? state.database.delete(id: id)
                     return .damaged
                 }
-                state.uses[id] = now
-                scheduleFlush(&state)
-                return .hit(value)
+                if withValue {
+                    state.uses[id] = now
+                    scheduleFlush(&state)
+                }
+                return .hit(row)
             }
         }
         switch read {
-        case .hit(let value):
-            return value
+        case .hit(let row):
+            return (row.value, Self.attributes(of: row))
         case .miss:
             return nil
         case .damaged:
@@ -415,26 +457,157 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private func writeValue(_ value: Data, forKey key: String) throws {
+    /// Whether a row read for its key matches its checksums: its metadata's, and its value's when
+    /// the value was read.
+    static func isIntact(_ row: Database.Row, checkingValue: Bool) -> Bool {
+        guard row.metadataIsIntact else { return false }
+        guard checkingValue else { return true }
+        return (row.value ?? Data()).withUnsafeBytes { checksum(id: row.id, value: $0) } == row.checksum
+    }
+
+    /// Refuses an entry that could never fit: its value, key and metadata with the log's room
+    /// over the capacity.
+    private func checkSize(of value: Data, metadata: Data, forKey key: String) throws {
+        guard let capacity = configuration.capacity, value.count + key.utf8.count + metadata.count + reserve > capacity else { return }
+        throw StoreError(
+            .valueTooLarge,
+            "A value of \(value.count) bytes for key \(Logger.describe(key)) does not fit an SQLiteStore of capacity \(capacity) bytes (\(reserve) of them kept for its log)"
+        )
+    }
+
+    /// What a write does: stores the row, or — for an entry that has expired already — removes
+    /// the key's row.
+    private enum Write {
+        case store(created: Int64, expires: Int64?)
+        case remove
+    }
+
+    /// How an entry written at `now` is kept: a plain value (`attributes` `nil`) with the store's
+    /// lifetime, created now; an entry with its own expiry bounded by it, created at its
+    /// `storedAt` or now; removed when that expiry has passed.
+    private func write(of attributes: EntryAttributes?, at now: Int64) -> Write {
+        let expires = expiry(of: attributes, writtenAt: now)
+        if let expires, expires <= now { return .remove }
+        return .store(created: attributes?.storedAt.map(Self.milliseconds) ?? now, expires: expires)
+    }
+
+    /// Stores `value` for `key` with `attributes` (`nil`: a plain value), replacing any row under
+    /// its id, then evicts to fit the capacity; an entry expired already removes the key instead.
+    func writeEntry(_ value: Data, forKey key: String, attributes: EntryAttributes?) throws {
         let id = Self.id(for: key)
         let now = now()
-        let expires = configuration.timeToLive.map { now.saturatingAdding($0.saturatingMilliseconds) }
+        let metadata = attributes?.metadata ?? Data()
+        if let attributes { try attributes.checkMetadataSize(forKey: key) }
+        try checkSize(of: value, metadata: metadata, forKey: key)
         var key = key
-        if let capacity = configuration.capacity, value.count + key.utf8.count + reserve > capacity {
-            throw StoreError(
-                .valueTooLarge,
-                "A value of \(value.count) bytes for key \(Logger.describe(key)) does not fit an SQLiteStore of capacity \(capacity) bytes (\(reserve) of them kept for its log)"
-            )
-        }
         try key.withUTF8 { key in
-            try value.withUnsafeBytes { bytes in
-                let sum = checksum(id: id, value: bytes)
+            let key = UnsafeRawBufferPointer(key)
+            switch write(of: attributes, at: now) {
+            case .remove:
                 try state.withLock { state in
-                    try change(&state) { try $0.upsert(id: id, checksum: sum, created: now, expires: expires, used: now, key: UnsafeRawBufferPointer(key), value: bytes) }
                     state.uses[id] = nil
-                    if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
+                    _ = try change(&state) { try $0.delete(id: id, key: key) }
+                }
+            case .store(let created, let expires):
+                try value.withUnsafeBytes { bytes in
+                    try metadata.withUnsafeBytes { metadata in
+                        let sum = checksum(id: id, value: bytes)
+                        try state.withLock { state in
+                            try change(&state) {
+                                try $0.upsert(id: id, checksum: sum, created: created, expires: expires, used: now, key: key, value: bytes, metadata: metadata)
+                            }
+                            state.uses[id] = nil
+                            if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
+                        }
+                    }
                 }
             }
+        }
+    }
+
+    /// Replaces the attributes of the unexpired row of `key`, keeping its value; whether there
+    /// was one.
+    func writeAttributes(_ attributes: EntryAttributes, forKey key: String) throws -> Bool {
+        try attributes.checkMetadataSize(forKey: key)
+        let id = Self.id(for: key)
+        let now = now()
+        // An expiry that has passed already is written all the same: the entry is then a miss,
+        // deleted by the next read.
+        let expires = expiry(of: attributes, writtenAt: now)
+        let created = attributes.storedAt.map(Self.milliseconds) ?? now
+        var key = key
+        return try key.withUTF8 { key in
+            try attributes.metadata.withUnsafeBytes { metadata in
+                try state.withLock { state in
+                    try change(&state) {
+                        try $0.updateAttributes(id: id, key: UnsafeRawBufferPointer(key), created: created, expires: expires, now: now, metadata: metadata)
+                    }
+                }
+            }
+        }
+    }
+
+    /// What an add-if-absent found, in its transaction.
+    private enum Addition {
+        case inserted
+        case existing(Database.Row)
+        /// Stored over a damaged row of the key.
+        case insertedOverDamage
+    }
+
+    /// Stores `entry` for `key` unless the key has an unexpired, intact row — in one transaction
+    /// under SQLite's write lock, so also atomic between processes — and evicts to fit the
+    /// capacity after an insertion.
+    func addEntry(_ entry: StoreEntry<Data>, forKey key: String, at now: Int64) throws -> AddResult<Data> {
+        try entry.attributes.checkMetadataSize(forKey: key)
+        try checkSize(of: entry.value, metadata: entry.attributes.metadata, forKey: key)
+        let id = Self.id(for: key)
+        let write = write(of: entry.attributes, at: now)
+        var keyBytes = key
+        let addition = try keyBytes.withUTF8 { key in
+            let key = UnsafeRawBufferPointer(key)
+            return try entry.value.withUnsafeBytes { bytes in
+                try entry.attributes.metadata.withUnsafeBytes { metadata in
+                    let sum = checksum(id: id, value: bytes)
+                    return try state.withLock { state -> Addition in
+                        let addition = try change(&state) { database in
+                            try database.transaction { () -> Addition in
+                                var damaged = false
+                                if case .found(let row) = try database.lookup(id: id, key: key, withValue: true), row.expires.map({ $0 > now }) ?? true {
+                                    guard !Self.isIntact(row, checkingValue: true) else { return .existing(row) }
+                                    damaged = true
+                                }
+                                switch write {
+                                case .remove:
+                                    // Expired already: the key is left without a row, as after a write and a read.
+                                    _ = try database.delete(id: id, key: key)
+                                case .store(let created, let expires):
+                                    try database.upsert(id: id, checksum: sum, created: created, expires: expires, used: now, key: key, value: bytes, metadata: metadata)
+                                }
+                                return damaged ? .insertedOverDamage : .inserted
+                            }
+                        }
+                        switch addition {
+                        case .inserted, .insertedOverDamage:
+                            state.uses[id] = nil
+                            if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
+                        case .existing:
+                            state.uses[id] = now
+                            scheduleFlush(&state)
+                        }
+                        return addition
+                    }
+                }
+            }
+        }
+        switch addition {
+        case .inserted:
+            return .inserted
+        case .insertedOverDamage:
+            logger.warning("A damaged row was replaced by an added entry", metadata: ["directory": "\(directory)", "key": "\(Logger.describe(key))"])
+            return .inserted
+        case .existing(let row):
+            return .existing(StoreEntry(value: row.value ?? Data(), attributes: Self.attributes(of: row)))
         }
     }
 
@@ -559,19 +732,24 @@ extension SQLiteStore {
         public var key: String
         /// The size of the value, in bytes.
         public var payloadSize: Int
-        /// When the value was written.
+        /// When the value was first stored: when it was written, or the time its entry gave
+        /// (``HanekeProtocols/EntryAttributes/storedAt``).
         public var created: Date
         /// When the value expires, or `nil` for never.
         public var expires: Date?
         /// When the entry was last read or written, as far as the database knows.
         public var lastAccess: Date
 
+        /// The size of the entry's metadata, in bytes.
+        public var metadataSize: Int
+
         init(row: Database.Row) {
             key = String(decoding: row.key, as: UTF8.self)
             payloadSize = row.valueLength
-            created = Date(timeIntervalSince1970: Double(row.created) / 1_000)
-            expires = row.expires.map { Date(timeIntervalSince1970: Double($0) / 1_000) }
-            lastAccess = Date(timeIntervalSince1970: Double(row.used) / 1_000)
+            created = SQLiteStore.date(row.created)
+            expires = row.expires.map(SQLiteStore.date)
+            lastAccess = SQLiteStore.date(row.used)
+            metadataSize = row.metadataLength
         }
     }
 }

@@ -11,8 +11,12 @@ import StoreFolders
 final class Database: @unchecked Sendable {
     /// The `application_id` in the database header: `HNKV`, what makes the file a Haneke store's.
     static let applicationID: Int32 = 0x484E_4B56
-    /// The `user_version`: the layout of the `entries` table.
-    static let formatVersion: Int32 = 1
+    /// The `user_version`: the layout of the `entries` table. Version 2 (0.4.0) added each row's
+    /// metadata and its checksum; a database of version 1 (0.3.0) is upgraded when a store opens
+    /// it, and read as it is by the inspection (its rows have no metadata).
+    static let formatVersion: Int32 = 2
+    /// The oldest `user_version` this code reads: 0.3.0's, without metadata.
+    static let oldestFormatVersion: Int32 = 1
 
     /// A row as read: the columns in the order the table keeps them.
     struct Row {
@@ -26,6 +30,21 @@ final class Database: @unchecked Sendable {
         /// The value, when it was read.
         var value: Data?
         var valueLength: Int
+        /// The checksum of the metadata; `nil` for a row without metadata.
+        var metadataChecksum: UInt64?
+        /// The metadata; empty when the row has none, or when it is longer than
+        /// ``metadataLengthLimit`` (then it is not copied: the row is damaged).
+        var metadata: Data
+        /// The length of the stored metadata (0 when the column is `NULL`).
+        var metadataLength: Int
+
+        /// Whether the row's metadata is what its checksum says: none and no checksum, or no more
+        /// than ``EntryAttributes/metadataLimit`` bytes that match it.
+        var metadataIsIntact: Bool {
+            guard let metadataChecksum else { return metadataLength == 0 }
+            guard metadataLength <= EntryAttributes.metadataLimit, metadata.count == metadataLength else { return false }
+            return metadata.withUnsafeBytes { SQLiteStore.metadataChecksum(id: id, metadata: $0) } == metadataChecksum
+        }
     }
 
     /// What a read found under an id.
@@ -62,23 +81,50 @@ final class Database: @unchecked Sendable {
     private(set) var rowsPerTransaction = 64
     private var checkpointFrames: Int32 = .max
     private var blockingCheckpointFrames: Int32 = .max
+    /// Whether the table has the metadata columns (version 2); a version 1 database opened without
+    /// upgrading it reads every row as having none, and cannot be written.
+    private(set) var hasMetadata = true
 
-    /// The statements prepared once. Columns are in the table's order: the small ones first, so
-    /// that reading them never walks a large value's overflow pages.
+    /// The statements prepared once. The table keeps the small columns first (the metadata before
+    /// the key and the value in a database created with it), so that reading them never walks a
+    /// large value's overflow pages. In a database upgraded from version 1 the metadata columns
+    /// come after the value (`ALTER TABLE … ADD COLUMN` appends): reading a large value's
+    /// metadata walks its overflow pages there.
     enum Statement: String, CaseIterable {
-        case select = "SELECT id, checksum, created, expires, used, key, value FROM entries WHERE id = ?1"
-        case selectHeader = "SELECT id, checksum, created, expires, used, key, length(value) FROM entries WHERE id = ?1"
-        case upsert = "INSERT OR REPLACE INTO entries(id, checksum, created, expires, used, key, value) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        case select = "SELECT id, checksum, created, expires, used, key, value, metadata_checksum, metadata FROM entries WHERE id = ?1"
+        case selectHeader = "SELECT id, checksum, created, expires, used, key, length(value), metadata_checksum, metadata FROM entries WHERE id = ?1"
+        case upsert = """
+            INSERT OR REPLACE INTO entries(id, checksum, created, expires, used, key, value, metadata_checksum, metadata)
+            VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            """
+        /// Replaces a row's attributes, keeping its value, when it holds the key and has not
+        /// expired at `?5` (now).
+        case updateAttributes = """
+            UPDATE entries SET created = ?3, expires = ?4, used = max(used, ?5), metadata_checksum = ?6, metadata = ?7
+            WHERE id = ?1 AND key = ?2 AND (expires IS NULL OR expires > ?5)
+            """
         case delete = "DELETE FROM entries WHERE id = ?1"
         case deleteKey = "DELETE FROM entries WHERE id = ?1 AND key = ?2"
         case touch = "UPDATE entries SET used = ?2 WHERE id = ?1 AND used < ?2"
-        case window = "SELECT id, used, length(key) + length(value) FROM entries WHERE id >= ?1 ORDER BY id LIMIT ?2"
-        case windowWrapped = "SELECT id, used, length(key) + length(value) FROM entries WHERE id < ?1 ORDER BY id LIMIT ?2"
+        case window = "SELECT id, used, length(key) + length(value) + ifnull(length(metadata), 0) FROM entries WHERE id >= ?1 ORDER BY id LIMIT ?2"
+        case windowWrapped = "SELECT id, used, length(key) + length(value) + ifnull(length(metadata), 0) FROM entries WHERE id < ?1 ORDER BY id LIMIT ?2"
         case pageCount = "PRAGMA page_count"
         case freelistCount = "PRAGMA freelist_count"
         case count = "SELECT count(*) FROM entries"
-        case all = "SELECT id, checksum, created, expires, used, key, length(value) FROM entries ORDER BY used DESC"
-        case allWithValues = "SELECT id, checksum, created, expires, used, key, value FROM entries ORDER BY used DESC"
+        case all = "SELECT id, checksum, created, expires, used, key, length(value), metadata_checksum, metadata FROM entries ORDER BY used DESC"
+        case allWithValues = "SELECT id, checksum, created, expires, used, key, value, metadata_checksum, metadata FROM entries ORDER BY used DESC"
+
+        /// The statements that write.
+        static let writes: Set<Statement> = [.upsert, .updateAttributes, .delete, .deleteKey, .touch]
+
+        /// The statement's SQL for a table with or without the metadata columns: without them,
+        /// every row reads as having none (and the statements that write them are not prepared).
+        func sql(hasMetadata: Bool) -> String {
+            guard !hasMetadata else { return rawValue }
+            return rawValue
+                .replacingOccurrences(of: "metadata_checksum, metadata FROM", with: "NULL, NULL FROM")
+                .replacingOccurrences(of: "length(metadata)", with: "NULL")
+        }
     }
 
     /// Opens (creating when missing) the database `name` of `folder`, which must not be a link.
@@ -90,12 +136,14 @@ final class Database: @unchecked Sendable {
     ///     (`locking_mode = EXCLUSIVE`, set before the first read so that the log's index is kept
     ///     in memory).
     ///   - cacheSize: The most bytes SQLite's page cache holds for the connection.
+    ///   - upgrade: Whether a database of an older format (version 1, 0.3.0's) is upgraded to
+    ///     this one (a store's connection); otherwise it is read as it is, and not written.
     /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
     ///   database, `corrupted` for one SQLite cannot read, `unavailable` for one another connection
     ///   keeps locked, `io` otherwise.
     init(
         folder: SharedStoreFolder, name: String = SQLiteStore.databaseFileName, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration,
-        exclusive: Bool = false, cacheSize: Int = 2 << 20, timeLimit: Duration? = nil
+        exclusive: Bool = false, cacheSize: Int = 2 << 20, timeLimit: Duration? = nil, upgrade: Bool = false
     ) throws {
         self.folder = folder
         self.path = folder.path + "/" + name
@@ -141,7 +189,8 @@ final class Database: @unchecked Sendable {
                     try execute("""
                         CREATE TABLE entries(
                             id INTEGER PRIMARY KEY, checksum INTEGER NOT NULL, created INTEGER NOT NULL,
-                            expires INTEGER, used INTEGER NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL);
+                            expires INTEGER, used INTEGER NOT NULL, metadata_checksum INTEGER, metadata BLOB,
+                            key BLOB NOT NULL, value BLOB NOT NULL);
                         PRAGMA application_id = \(Self.applicationID);
                         PRAGMA user_version = \(Self.formatVersion);
                         """)
@@ -150,16 +199,25 @@ final class Database: @unchecked Sendable {
             // Read after the schema: another process creating the database commits the table,
             // the application id and the version together, so a database with a table shows them.
             let application = try integer("PRAGMA application_id")
-            let version = try integer("PRAGMA user_version")
+            var version = try integer("PRAGMA user_version")
             if application != Int64(Self.applicationID) {
                 throw StoreError(.notAStore, "\(path) is an SQLite database but not a Haneke store's (application id \(application)); refusing to use it")
-            } else if version != Int64(Self.formatVersion) {
-                throw StoreError(.notAStore, "\(path) is a store database of format version \(version), which this version of Haneke cannot read (it reads version \(Self.formatVersion))")
+            } else if !(Int64(Self.oldestFormatVersion)...Int64(Self.formatVersion)).contains(version) {
+                throw StoreError(.notAStore, "\(path) is a store database of format version \(version), which this version of Haneke cannot read (it reads versions \(Self.oldestFormatVersion) to \(Self.formatVersion))")
             } else if try text("SELECT type FROM sqlite_schema WHERE name = 'entries'") != "table"
                 || integer("SELECT count(*) FROM sqlite_schema WHERE type IN ('view', 'trigger')") != 0 {
                 // A view can be endless, a trigger can do anything on a write: neither is a store's.
                 throw StoreError(.notAStore, "\(path) has the store's header but not its schema (its entries are not a plain table, or it has views or triggers); refusing to use it")
             }
+            if version < Int64(Self.formatVersion), upgrade, !readOnly {
+                try upgradeFormat()
+                version = try integer("PRAGMA user_version")
+            }
+            let metadataColumns = try integer("SELECT count(*) FROM pragma_table_info('entries') WHERE name IN ('metadata_checksum', 'metadata')")
+            guard version == Int64(Self.formatVersion) ? metadataColumns == 2 : metadataColumns == 0 else {
+                throw StoreError(.notAStore, "\(path) has the store's header but not its schema (format version \(version) with \(metadataColumns) of the 2 metadata columns); refusing to use it")
+            }
+            hasMetadata = metadataColumns == 2
             if !readOnly {
                 try execute("PRAGMA journal_mode = WAL")
                 try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")")
@@ -176,15 +234,34 @@ final class Database: @unchecked Sendable {
                 // every write updated; nothing reads it now.
                 try execute("DROP INDEX IF EXISTS entries_by_use")
             }
-            for statement in Statement.allCases where !(readOnly && [.upsert, .delete, .deleteKey, .touch].contains(statement)) {
+            for statement in Statement.allCases
+            where !(readOnly && Statement.writes.contains(statement)) && (hasMetadata || ![.upsert, .updateAttributes].contains(statement)) {
                 var prepared: OpaquePointer?
-                let rc = sqlite3_prepare_v3(handle, statement.rawValue, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+                let rc = sqlite3_prepare_v3(handle, statement.sql(hasMetadata: hasMetadata), -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
                 guard rc == SQLITE_OK, let prepared else { throw failure(rc, "Could not prepare a statement on \(path)") }
                 statements[statement] = prepared
             }
         } catch {
             close()
             throw error
+        }
+    }
+
+    /// Upgrades a database of version 1 (0.3.0's) to this format: adds the metadata columns
+    /// (`NULL`, none, in every row: the rows' checksums stay valid) and sets the version, in one
+    /// transaction under the write lock. Other processes may be opening the same database at
+    /// once: whichever takes the lock first upgrades it, and the others find it done inside their
+    /// own transaction. A process of 0.3.0 that has it open already goes on reading and writing it
+    /// (its statements name their columns; its rows get no metadata); one that opens it later
+    /// refuses its version.
+    private func upgradeFormat() throws {
+        try transaction {
+            guard try integer("PRAGMA user_version") == Int64(Self.oldestFormatVersion) else { return }
+            try execute("""
+                ALTER TABLE entries ADD COLUMN metadata_checksum INTEGER;
+                ALTER TABLE entries ADD COLUMN metadata BLOB;
+                PRAGMA user_version = \(Self.formatVersion);
+                """)
         }
     }
 
@@ -270,7 +347,10 @@ final class Database: @unchecked Sendable {
     static let maximumListedRows = 50_000_000
 
     private func row(_ statement: OpaquePointer, withValue: Bool, listed: Bool) -> Row {
-        Row(
+        // Read after the value's blob (a column's bytes stay valid until the next column is
+        // converted); a damaged row's metadata longer than any entry's is not copied.
+        let metadataLength = sqlite3_column_type(statement, 8) == SQLITE_NULL ? 0 : Int(sqlite3_column_bytes(statement, 8))
+        return Row(
             id: sqlite3_column_int64(statement, 0),
             checksum: UInt64(bitPattern: sqlite3_column_int64(statement, 1)),
             created: sqlite3_column_int64(statement, 2),
@@ -278,7 +358,10 @@ final class Database: @unchecked Sendable {
             used: sqlite3_column_int64(statement, 4),
             key: listed ? blob(statement, 5) : Data(),
             value: withValue ? blob(statement, 6) : nil,
-            valueLength: withValue ? Int(sqlite3_column_bytes(statement, 6)) : Int(sqlite3_column_int64(statement, 6))
+            valueLength: withValue ? Int(sqlite3_column_bytes(statement, 6)) : Int(sqlite3_column_int64(statement, 6)),
+            metadataChecksum: sqlite3_column_type(statement, 7) == SQLITE_NULL ? nil : UInt64(bitPattern: sqlite3_column_int64(statement, 7)),
+            metadata: metadataLength <= EntryAttributes.metadataLimit ? blob(statement, 8) : Data(),
+            metadataLength: metadataLength
         )
     }
 
@@ -288,8 +371,11 @@ final class Database: @unchecked Sendable {
         return Data(bytes: bytes, count: count)
     }
 
-    /// Writes a row, replacing any row under its id.
-    func upsert(id: Int64, checksum: UInt64, created: Int64, expires: Int64?, used: Int64, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+    /// Writes a row, replacing any row under its id; `metadata` empty for none (`NULL`).
+    func upsert(
+        id: Int64, checksum: UInt64, created: Int64, expires: Int64?, used: Int64,
+        key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer
+    ) throws {
         let statement = try use(.upsert)
         defer {
             sqlite3_reset(statement)
@@ -303,9 +389,45 @@ final class Database: @unchecked Sendable {
         // SQLITE_STATIC (nil): the bytes outlive the step, which is all SQLite reads them in.
         sqlite3_bind_blob(statement, 6, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(key.count), nil)
         sqlite3_bind_blob(statement, 7, value.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(value.count), nil)
+        bindMetadata(metadata, id: id, to: statement, at: 8)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE else { throw failure(rc, "Could not write to \(path)") }
         checkpointIfDue()
+    }
+
+    /// Replaces the attributes of the row under `id` when it holds `key` and has not expired at
+    /// `now`, keeping its value (and so its checksum); whether there was such a row.
+    func updateAttributes(
+        id: Int64, key: UnsafeRawBufferPointer, created: Int64, expires: Int64?, now: Int64, metadata: UnsafeRawBufferPointer
+    ) throws -> Bool {
+        let statement = try use(.updateAttributes)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        sqlite3_bind_int64(statement, 1, id)
+        // SQLITE_STATIC (nil): the bytes outlive the step.
+        sqlite3_bind_blob(statement, 2, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(key.count), nil)
+        sqlite3_bind_int64(statement, 3, created)
+        if let expires { sqlite3_bind_int64(statement, 4, expires) } else { sqlite3_bind_null(statement, 4) }
+        sqlite3_bind_int64(statement, 5, now)
+        bindMetadata(metadata, id: id, to: statement, at: 6)
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE else { throw failure(rc, "Could not write to \(path)") }
+        defer { checkpointIfDue() }
+        return sqlite3_changes(handle) > 0
+    }
+
+    /// Binds the metadata's checksum at `index` and its bytes after it: both `NULL` for none.
+    private func bindMetadata(_ metadata: UnsafeRawBufferPointer, id: Int64, to statement: OpaquePointer, at index: Int32) {
+        if metadata.isEmpty {
+            sqlite3_bind_null(statement, index)
+            sqlite3_bind_null(statement, index + 1)
+        } else {
+            sqlite3_bind_int64(statement, index, Int64(bitPattern: SQLiteStore.metadataChecksum(id: id, metadata: metadata)))
+            // SQLITE_STATIC (nil): the bytes outlive the step.
+            sqlite3_bind_blob(statement, index + 1, metadata.baseAddress!, Int32(metadata.count), nil)
+        }
     }
 
     /// Deletes the row under `id`; whether there was one.
@@ -440,7 +562,9 @@ final class Database: @unchecked Sendable {
     }
 
     private func use(_ statement: Statement) throws -> OpaquePointer {
-        guard let prepared = statements[statement] else { throw StoreError(.io, "\(path) is open for reading only") }
+        guard let prepared = statements[statement] else {
+            throw StoreError(.io, hasMetadata ? "\(path) is open for reading only" : "\(path) is of format version \(Self.oldestFormatVersion) and open without upgrading it: it can be read, not written")
+        }
         return prepared
     }
 
@@ -520,4 +644,14 @@ final class Database: @unchecked Sendable {
 /// a value moved to another row does not check.
 func checksum(id: Int64, value: UnsafeRawBufferPointer) -> UInt64 {
     XXH3_64bits_withSeed(value.baseAddress, value.count, UInt64(bitPattern: id))
+}
+
+extension SQLiteStore {
+    /// The checksum of a row's metadata, kept in a column of its own so that the metadata is
+    /// checked without reading the value, and replaced without rewriting it: XXH3 (64 bits) of
+    /// the metadata, seeded with the row's id and `METADATA` (so that neither metadata moved to
+    /// another row nor a value's checksum checks).
+    static func metadataChecksum(id: Int64, metadata: UnsafeRawBufferPointer) -> UInt64 {
+        XXH3_64bits_withSeed(metadata.baseAddress, metadata.count, UInt64(bitPattern: id) ^ 0x4D45_5441_4441_5441)
+    }
 }
