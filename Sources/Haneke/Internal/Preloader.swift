@@ -43,8 +43,9 @@ enum Preloader {
             // A real request may have set, removed or filled the key meanwhile: never undo it.
             let inserted = await writes.ifUnchanged(entry.key, since: mark) { () -> Bool in
                 guard !memory.containsValue(forKey: entry.key) else { return false }
-                memory.setValue(value, forKey: entry.key)
-                return true
+                // With its expiry and time stored, so that it expires in memory when it does on disk.
+                let attributes = EntryAttributes(expiresAt: entry.expires, storedAt: entry.created)
+                return (try? memory.setEntry(StoreEntry(value: value, attributes: attributes), forKey: entry.key)) != nil
             }
             if inserted == true { loaded += 1 }
             await Task.yield()
