@@ -27,7 +27,8 @@ extension RedisStore {
         /// `removeAll()` deletes the keys with this prefix and no others. Give each store a prefix
         /// that does not start another store's; an empty prefix makes the whole database the namespace.
         public var keyPrefix: String
-        /// How long a value lives after it is written. `nil` (forever) by default.
+        /// How long a value lives after it is written, at most: an entry with its own expiry
+        /// keeps the earlier of the two. `nil` (forever) by default.
         /// Sent as `SET … PX`, rounded up to a millisecond; Redis deletes the value afterwards, and
         /// may evict any value earlier under its own `maxmemory-policy`. Must be positive: with zero
         /// or less, writes throw `invalidConfiguration`.

@@ -18,7 +18,14 @@ import NIOCore
 ///   stores with different prefixes share a database without meeting (as long as no prefix starts
 ///   another: `removeAll()` of `"app:"` would also remove the keys of `"app:images:"`).
 ///   `removeAll()` deletes only that namespace, with `SCAN` and `UNLINK` in batches — never `FLUSHDB`.
-/// - Values: `GET`, `SET` (with `PX` when a ``Configuration/timeToLive`` is set) and `UNLINK`.
+/// - Values: `GET`, `SET` (with `PX` when the entry expires) and `UNLINK`. Each value is stored in
+///   a small envelope — a 28-byte header (magic, version, when it was stored, when it expires) and
+///   the entry's metadata before the value — so that ``attributes(forKey:)`` reads a prefix of it
+///   (`GETRANGE`) and ``setAttributes(_:forKey:)`` replaces that prefix on the server (a Lua
+///   script), never sending the value. ``addEntry(_:forKey:)`` is `SET … NX`. A value without the
+///   envelope (stored by 0.3.0) reads as a plain value that never expires.
+/// - Time: expiry is on the store's ``clock``: `PX` is the time left on it, and every read checks
+///   the envelope's expiry against it too.
 /// - Connections: a small pool (``Configuration/connectionCount``), opened on first use; each
 ///   connection carries any number of commands at once (pipelining). Every command has a
 ///   timeout. A connection that fails is reopened on demand; after a failed attempt the next one
@@ -42,16 +49,20 @@ public final class RedisStore: Store {
 
     /// The server, the namespace and the connection policies.
     public let configuration: Configuration
+    /// The clock of expiry and of the time entries are stored; the system clock by default.
+    public let clock: any StoreClock
     /// The name of this store's layer in ``layerStatistics``; `"redis"` by default.
     public let name: String
+    let logger: Logger
 
     let pool: RedisConnectionPool
-    private let counter = StatisticsCounter()
+    let counter = StatisticsCounter()
     private let prefix: ByteBuffer
-    private let timeToLiveMilliseconds: String?
+    /// The store's lifetime in whole milliseconds (rounded up); `nil` for none, or a century or more.
+    let timeToLiveMilliseconds: Int64?
     private let scanCount: String
     private let maximumScanRounds: Int?
-    private let allocator = ByteBufferAllocator()
+    let allocator = ByteBufferAllocator()
 
     /// The largest value Redis accepts (its `proto-max-bulk-len`), 512 MiB.
     public static let maximumValueSize = 512 << 20
@@ -60,14 +71,18 @@ public final class RedisStore: Store {
     /// - Parameters:
     ///   - configuration: The server, the namespace and the connection policies.
     ///   - name: The layer name reported in statistics; `"redis"` by default.
-    ///   - logger: Where changes of the server's reachability are logged.
+    ///   - logger: Where changes of the server's reachability and damaged entries are logged.
+    ///   - clock: The clock of expiry; the system clock by default (tests pass a `TestClock`).
     public init(
         configuration: Configuration = Configuration(),
         name: String = "redis",
-        logger: Logger = Logger(label: "haneke.redis")
+        logger: Logger = Logger(label: "haneke.redis"),
+        clock: any StoreClock = SystemClock()
     ) {
         self.configuration = configuration
         self.name = name
+        self.clock = clock
+        self.logger = logger
         let endpoint = RedisEndpoint(
             host: configuration.host,
             port: configuration.port,
@@ -92,7 +107,7 @@ public final class RedisStore: Store {
             guard ttl < .seconds(100 * 365 * 24 * 3600) else { return nil }
             // Rounded up to whole milliseconds: a lifetime under one is not "none".
             let milliseconds = ttl.saturatingMilliseconds
-            return String(ttl > .milliseconds(milliseconds) ? milliseconds + 1 : milliseconds)
+            return ttl > .milliseconds(milliseconds) ? milliseconds + 1 : milliseconds
         }
         scanCount = String(max(1, configuration.scanCount))
         maximumScanRounds = configuration.maximumScanRounds.map { max(1, $0) }
@@ -114,30 +129,22 @@ public final class RedisStore: Store {
 
     // MARK: - Store
 
-    /// Returns the value for `key` (`GET`), or `nil` when Redis has none.
+    /// Returns the value for `key` (`GET`), or `nil` when Redis has none or its entry has expired
+    /// on the store's ``clock``.
     /// - Parameter key: The key to look up.
     /// - Returns: The stored bytes, or `nil`.
     /// - Throws: `StoreError` with code `unavailable` when Redis cannot be reached, `authentication`
     ///   when it refuses the configured credentials (or wants some and none are configured),
     ///   `timeout` when it does not answer in time, `io` when it answers with an error or a
-    ///   malformed reply. The error's `cause` says what Redis answered.
+    ///   malformed reply, `corrupted` when the stored bytes start as an envelope but are not one.
+    ///   The error's `cause` says what Redis answered.
     /// - Performs network I/O: one round trip (`GET`), pipelined with other requests.
     public func value(forKey key: String) async throws -> Data? {
-        try Task.checkCancellation()
-        let reply = try await send(.command("GET", [redisKey(key)]), "read", key: key)
-        switch reply {
-        case .bulkString(let bytes?):
-            counter.recordHit()
-            return bytes.withUnsafeReadableBytes { Data($0) }
-        case .bulkString(nil):
-            counter.recordMiss()
-            return nil
-        default:
-            throw unexpected(reply, "read", key: key)
-        }
+        try await readEntry(forKey: key)?.value
     }
 
-    /// Stores `value` for `key` (`SET`, with `PX` when a time to live is configured).
+    /// Stores `value` for `key` (`SET`, with `PX` when a time to live is configured), in its
+    /// envelope: stored now, expiring after the time to live, without metadata.
     /// - Parameters:
     ///   - value: The bytes to store.
     ///   - key: The key to store them under.
@@ -146,24 +153,7 @@ public final class RedisStore: Store {
     ///   `io` as for reads.
     /// - Performs network I/O: one round trip (`SET`).
     public func setValue(_ value: Data, forKey key: String) async throws {
-        try Task.checkCancellation()
-        guard value.count <= Self.maximumValueSize else {
-            counter.recordError()
-            throw StoreError(.valueTooLarge, "The \(value.count)-byte value for key \(Logger.describe(key)) is larger than Redis accepts (512 MiB)")
-        }
-        if let timeToLive = configuration.timeToLive, timeToLive <= .zero {
-            counter.recordError()
-            throw StoreError(.invalidConfiguration, "Could not write key \(Logger.describe(key)): the time to live is \(timeToLive); it must be positive (nil keeps values until they are removed)")
-        }
-        var payload = allocator.buffer(capacity: value.count)
-        _ = value.withUnsafeBytes { payload.writeBytes($0) }
-        var arguments = [redisKey(key), payload]
-        if let timeToLiveMilliseconds {
-            arguments += [ByteBuffer(string: "PX"), ByteBuffer(string: timeToLiveMilliseconds)]
-        }
-        let reply = try await send(.command("SET", arguments), "write", key: key)
-        guard case .simpleString("OK") = reply else { throw unexpected(reply, "write", key: key) }
-        counter.recordWrite()
+        try await writeEntry(value, attributes: nil, forKey: key)
     }
 
     /// Removes the value for `key` (`UNLINK`); removing a missing key is a no-op.
@@ -264,7 +254,12 @@ public final class RedisStore: Store {
         try await send(.command(name, arguments.map { ByteBuffer(string: $0) }), name, key: nil, counted: false)
     }
 
-    private func redisKey(_ key: String) -> ByteBuffer {
+    /// Sends any command with binary arguments, for tests: the reply, or a `StoreError`.
+    func command(_ name: String, _ arguments: [ByteBuffer]) async throws -> RESPValue {
+        try await send(.command(name, arguments), name, key: nil, counted: false)
+    }
+
+    func redisKey(_ key: String) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: prefix.readableBytes + key.utf8.count)
         buffer.writeImmutableBuffer(prefix)
         buffer.writeString(key)
@@ -272,10 +267,10 @@ public final class RedisStore: Store {
     }
 
     /// Sends `command`; an error reply or a failure becomes a `StoreError` naming the key.
-    private func send(_ command: RESPValue, _ operation: String, key: String?, counted: Bool = true) async throws -> RESPValue {
+    func send(_ command: RESPValue, _ operation: String, key: String?, counted: Bool = true, retrying: Bool = true) async throws -> RESPValue {
         let reply: RESPValue
         do {
-            reply = try await pool.send(command)
+            reply = try await pool.send(command, retrying: retrying)
         } catch let cancellation as CancellationError {
             throw cancellation
         } catch {
@@ -289,7 +284,7 @@ public final class RedisStore: Store {
         return reply
     }
 
-    private func subject(_ operation: String, key: String?) -> String {
+    func subject(_ operation: String, key: String?) -> String {
         if let key {
             "Could not \(operation) key \(Logger.describe(key)) on Redis at \(pool.endpoint)"
         } else {
@@ -302,7 +297,7 @@ public final class RedisStore: Store {
         StoreError((error as? RedisClientError)?.code ?? .unavailable, subject(operation, key: key), cause: error)
     }
 
-    private func unexpected(_ reply: RESPValue, _ operation: String, key: String?, counted: Bool = true) -> StoreError {
+    func unexpected(_ reply: RESPValue, _ operation: String, key: String?, counted: Bool = true) -> StoreError {
         if counted { counter.recordError() }
         return StoreError(.io, "\(subject(operation, key: key)): unexpected reply \(reply.summary)")
     }

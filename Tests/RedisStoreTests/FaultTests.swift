@@ -420,3 +420,50 @@ struct FaultTests {
         return Data(key.utf8) + Data((0..<3072).map { _ in UInt8.random(in: 0...255, using: &random) })
     }
 }
+
+// MARK: - Entries
+
+extension FaultTests {
+    /// The attributes are read by one script that takes a range of the stored bytes: no `GET`
+    /// of the value.
+    @Test func attributesAreReadWithoutTheValue() async throws {
+        let scripts = Locked<[[String]]>([])
+        let server = try await ScriptedRedisServer.start { name, arguments in
+            switch name {
+            case "PING": return .bytes("+PONG\r\n")
+            case "EVAL":
+                scripts.withLock { $0.append(arguments) }
+                return .bytes("$3\r\nabc\r\n")
+            default: return .bytes("-ERR unexpected\r\n")
+            }
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            #expect(try await store.attributes(forKey: "k") == EntryAttributes())
+            #expect(server.commandNames == ["PING", "EVAL"])
+            let arguments = scripts.withLock { $0 }.first ?? []
+            #expect(arguments.first?.contains("GETRANGE") == true)
+            #expect(arguments.dropFirst().elementsEqual(["1", "fault:k", "16411"]))
+        }
+    }
+
+    /// An add's `SET … NX` whose connection closes before its reply is not sent again: the second
+    /// sending would find the value the first one may have stored, and report it as another's.
+    @Test func anAddWhoseConnectionClosesIsNotSentAgain() async throws {
+        let server = try await ScriptedRedisServer.start { name, _ in
+            switch name {
+            case "PING": return .bytes("+PONG\r\n")
+            case "SET": return .close
+            default: return .bytes("-ERR unexpected\r\n")
+            }
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)
+            configuration.connectionCount = 1
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let error = await #expect(throws: StoreError.self) { _ = try await store.addEntry(StoreEntry(value: Data("v".utf8)), forKey: "k") }
+            #expect(error?.code == .unavailable)
+            #expect(server.commandNames == ["PING", "SET"])
+        }
+    }
+}

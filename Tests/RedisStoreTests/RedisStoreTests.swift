@@ -66,7 +66,13 @@ struct RedisStoreTests {
         let store = try await SharedRedis.store()
         try await store.setValue(Data("v".utf8), forKey: "k")
         let reply = try await store.command("GET", store.redisKey(for: "k"))
-        #expect(reply == .bulkString(ByteBuffer(string: "v")))
+        // The value in its envelope: a 28-byte header, no metadata, then the value.
+        guard case .bulkString(let bytes?) = reply else {
+            Issue.record("GET did not answer a bulk string: \(reply)")
+            return
+        }
+        #expect(bytes.readableBytes == 29 && bytes.readableBytesView.last == UInt8(ascii: "v"))
+        #expect(try Envelope.decode(bytes).valueOffset == 28)
         #expect(store.redisKey(for: "k") == store.configuration.keyPrefix + "k")
     }
 

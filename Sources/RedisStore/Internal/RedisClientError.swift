@@ -75,7 +75,7 @@ enum RedisClientError: Error, CustomStringConvertible {
     }
 
     /// Whether the command may simply be sent again on another connection: the connection it was
-    /// on went away (every command the store sends is idempotent).
+    /// on went away (every command the store sends but `SET … NX` is idempotent).
     var isRetryable: Bool {
         if case .connectionClosed = self { true } else { false }
     }

@@ -71,17 +71,18 @@ final class RedisConnectionPool: Sendable {
     }
 
     /// Sends `command` on a pooled connection and returns the reply. A command whose connection
-    /// closed under it is sent once more, on another connection (every command the store sends is
-    /// idempotent).
+    /// closed under it is sent once more, on another connection, when `retrying` (an idempotent
+    /// command: all but the add-if-absent's `SET … NX`, whose second sending would find the value
+    /// the first one stored).
     ///
     /// A cancelled task stops waiting at once and gets `CancellationError`; a command already
     /// written still runs on the server, and its reply is dropped when it comes (replies must stay in
     /// step with commands, so the connection cannot skip it).
     /// - Throws: `RedisClientError`, or `CancellationError`.
-    func send(_ command: RESPValue) async throws -> RESPValue {
+    func send(_ command: RESPValue, retrying: Bool = true) async throws -> RESPValue {
         do {
             return try await Self.value(of: connection().send(command, timeout: endpoint.commandTimeout))
-        } catch let error as RedisClientError where error.isRetryable {
+        } catch let error as RedisClientError where error.isRetryable && retrying {
             return try await Self.value(of: connection().send(command, timeout: endpoint.commandTimeout))
         }
     }
