@@ -29,7 +29,7 @@ struct Verify: ParsableCommand {
         removes the database files when SQLite cannot read them or their structure stays damaged \
         (those entries are lost, as a cache's may be; stop the processes using the store first). \
         In JSON, a database object (only for a folder with a database): path, rowsChecked, \
-        valid, problems (each with kind — checksumMismatch, keyDoesNotMatchID, keyNotUTF8, \
+        valid, problems (each with kind — checksumMismatch, metadataChecksumMismatch, keyDoesNotMatchID, keyNotUTF8, \
         structure or unreadable —, id, key and reason; id and key null for the last two), repair \
         (null, or deletedRows and removedDatabase) and remaining; the top-level remaining counts \
         its problems too.
@@ -213,7 +213,7 @@ struct Verify: ParsableCommand {
     struct NamedPart: Encodable {
         /// One problem of the part.
         struct Problem: Encodable {
-            /// checksumMismatch, keyDoesNotMatchID, keyNotUTF8, structure or unreadable.
+            /// checksumMismatch, metadataChecksumMismatch, keyDoesNotMatchID, keyNotUTF8, structure or unreadable.
             var kind: String
             /// The damaged row's id, or `null`.
             var id: OrNull<Int64>
