@@ -97,6 +97,13 @@ package protocol DiskEngine: BlockingEngine {
     /// - Throws: `StoreError` with code `corrupted` for a damaged entry, `io`.
     /// - Performs disk I/O (blocks).
     func blockingPeekValue(forKey key: String) throws -> Data?
+
+    /// ``blockingPeekValue(forKey:)`` with the entry's attributes (expiry, time stored, metadata),
+    /// for preloading into memory an entry that expires there when it does on disk. The default
+    /// reads the value and gives no attributes.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged entry, `io`.
+    /// - Performs disk I/O (blocks).
+    func blockingPeekEntry(forKey key: String) throws -> StoreEntry<Data>?
 }
 
 extension DiskEngine {
@@ -111,6 +118,16 @@ extension DiskEngine {
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
     package func peekValueOnExecutor(forKey key: String) async throws -> Data? {
         try await executor.run { try self.blockingPeekValue(forKey: key) }
+    }
+
+    package func blockingPeekEntry(forKey key: String) throws -> StoreEntry<Data>? {
+        try blockingPeekValue(forKey: key).map { StoreEntry(value: $0) }
+    }
+
+    /// ``blockingPeekEntry(forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func peekEntryOnExecutor(forKey key: String) async throws -> StoreEntry<Data>? {
+        try await executor.run { try self.blockingPeekEntry(forKey: key) }
     }
 
     /// ``flush()``, once the store is ready, on its executor.

@@ -93,6 +93,11 @@ extension SQLiteStore: DiskEngine {
     /// - Throws: `StoreError` with code `corrupted` when the row is damaged, `io` when the
     ///   database cannot be read.
     package func blockingPeekValue(forKey key: String) throws -> Data? {
+        try blockingPeekEntry(forKey: key)?.value
+    }
+
+    /// The entry for `key` with its attributes, read without recording a use; `nil` when expired.
+    package func blockingPeekEntry(forKey key: String) throws -> StoreEntry<Data>? {
         let id = Self.id(for: key)
         let now = now()
         var bytes = key
@@ -107,7 +112,7 @@ extension SQLiteStore: DiskEngine {
         guard Self.isIntact(row, checkingValue: true) else {
             throw StoreError(.corrupted, "The row for key \(Logger.describe(key)) in \(directory)/\(Self.databaseFileName) is damaged (its value or its metadata does not match its checksum)")
         }
-        return row.value ?? Data()
+        return StoreEntry(value: row.value ?? Data(), attributes: Self.attributes(of: row))
     }
 }
 

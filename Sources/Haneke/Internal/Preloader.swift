@@ -38,13 +38,15 @@ enum Preloader {
             // The read runs on the engine's I/O queue, not on a cooperative thread, and gives way
             // to real requests between entries.
             guard !memory.containsValue(forKey: entry.key),
-                  let payload = try? await engines[index].peekValueOnExecutor(forKey: entry.key),
-                  let value = try? decode(payload) else { continue }
+                  let stored = try? await engines[index].peekEntryOnExecutor(forKey: entry.key),
+                  let value = try? decode(stored.value) else { continue }
             // A real request may have set, removed or filled the key meanwhile: never undo it.
             let inserted = await writes.ifUnchanged(entry.key, since: mark) { () -> Bool in
                 guard !memory.containsValue(forKey: entry.key) else { return false }
                 // With its expiry and time stored, so that it expires in memory when it does on disk.
-                let attributes = EntryAttributes(expiresAt: entry.expires, storedAt: entry.created)
+                var attributes = stored.attributes
+                attributes.expiresAt = attributes.expiresAt ?? entry.expires
+                attributes.storedAt = attributes.storedAt ?? entry.created
                 return (try? memory.setEntry(StoreEntry(value: value, attributes: attributes), forKey: entry.key)) != nil
             }
             if inserted == true { loaded += 1 }
