@@ -53,6 +53,7 @@ let package = Package(
             dependencies: [
                 "HanekeProtocols",
                 "StoreFolders",
+                "CFileStoreShims",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -202,7 +203,11 @@ let package = Package(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "CSQLite", "FileStore", "StoreFolders", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
+        .testTarget(
+            name: "FileStoreTests",
+            dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "HanekeTests",
             dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer", "TestSupport"]
