@@ -84,7 +84,7 @@ extension FileStore {
     ///   - key: The key to store them under.
     /// - Returns: `.inserted`, or `.existing` with the entry that was there (then nothing was
     ///   written, and the read counts as a hit).
-    /// - Throws: `StoreError` as ``setEntry(_:forKey:)``.
+    /// - Throws: `StoreError` as ``setEntry(_:forKey:)-5wd60``.
     /// - Performs disk I/O: a temporary file, an exclusive `flock` of the shard folder, `linkat`;
     ///   when a file is there, a read of it.
     public func addEntry(_ entry: StoreEntry<Data>, forKey key: String) throws -> AddResult<Data> {
