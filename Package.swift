@@ -53,6 +53,7 @@ let package = Package(
             dependencies: [
                 "HanekeProtocols",
                 "StoreFolders",
+                "CFileStoreShims",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -203,7 +204,11 @@ let package = Package(
             dependencies: ["SQLiteStore", "CSQLite", "FileStore", "StoreFolders", "HanekeTesting", "HanekeProtocols", "TestSupport", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "FileStoreTests", dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"]),
+        .testTarget(
+            name: "FileStoreTests",
+            dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "HanekeTests",
             dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer", "TestSupport"]

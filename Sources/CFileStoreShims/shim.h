@@ -1,6 +1,6 @@
-// System calls FileStore needs that Swift cannot call directly: `openat2(2)` is reached only
-// through the variadic `syscall(2)`, which Swift does not import. Only FileStore's
-// Internal/POSIX.swift imports this module.
+// System calls FileStore needs that Swift cannot call directly: `openat2(2)` and
+// `copy_file_range(2)` are reached only through the variadic `syscall(2)`, which Swift does not
+// import. StoreFolders' POSIX.swift imports this module, and FileStore's Internal/FileCopy.swift.
 
 #ifndef HANEKE_CFILESTORESHIMS_H
 #define HANEKE_CFILESTORESHIMS_H
@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 #if defined(__linux__) && __has_include(<linux/openat2.h>)
 #include <linux/openat2.h>
@@ -38,6 +41,22 @@ static inline int haneke_openat2_beneath(int directory, const char *path, int fl
     return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
 #else
     (void)directory; (void)path; (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/// Copies `count` bytes from `source` at `*source_offset` to `destination` at
+/// `*destination_offset` in the kernel (sharing the blocks on file systems that can), advancing
+/// both offsets; returns the bytes copied, 0 at the end of `source`, or -1 with `errno` set
+/// (`ENOSYS` before Linux 4.5, `EXDEV` across file systems before 5.3). The C library declares it
+/// only under `_GNU_SOURCE`, which Swift's Glibc module does not define.
+/// The corresponding C function is `copy_file_range`.
+static inline long haneke_copy_file_range(int source, long long *source_offset, int destination, long long *destination_offset, unsigned long count) {
+#if defined(__linux__) && defined(SYS_copy_file_range)
+    return syscall(SYS_copy_file_range, source, source_offset, destination, destination_offset, count, 0U);
+#else
+    (void)source; (void)source_offset; (void)destination; (void)destination_offset; (void)count;
     errno = ENOSYS;
     return -1;
 #endif

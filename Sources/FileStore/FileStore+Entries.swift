@@ -22,6 +22,9 @@ extension FileStore {
         public var expires: Date?
         /// When the entry was last read or written, as far as this store knows.
         public var lastAccess: Date?
+        /// The bytes of metadata stored with the value (see `EntryAttributes`); 0 for none, and
+        /// for every file written by 0.3.0.
+        public var metadataSize: Int = 0
     }
 
     /// Every entry, most recently used first, read from the files' headers (files that are damaged
@@ -52,7 +55,8 @@ extension FileStore {
                         allocatedSize: record.allocated,
                         created: Self.date(header.created),
                         expires: header.expires.map(Self.date),
-                        lastAccess: Self.date(record.lastAccess)
+                        lastAccess: Self.date(record.lastAccess),
+                        metadataSize: header.metadataLength
                     )
                 }
             }

@@ -193,7 +193,8 @@ extension FileStore {
                         allocatedSize: file.allocated,
                         created: date(header.created),
                         expires: header.expires.map(date),
-                        lastAccess: date(lastAccess)
+                        lastAccess: date(lastAccess),
+                        metadataSize: header.metadataLength
                     )
                     return .valid(entry, validatingPayloads == nil ? nil : reader.takePayload(header: header))
                 }

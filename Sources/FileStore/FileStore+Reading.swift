@@ -1,5 +1,5 @@
 package import Foundation
-import HanekeProtocols
+package import HanekeProtocols
 import Logging
 import StoreFolders
 
@@ -9,6 +9,20 @@ import Glibc
 
 extension FileStore {
     package func blockingValue(forKey key: String) throws -> Data? {
+        try blockingRead(forKey: key, withAttributes: false)?.value
+    }
+
+    /// The value for `key` and its attributes, or `nil` (blocks: disk I/O).
+    package func blockingEntry(forKey key: String) throws -> StoreEntry<Data>? {
+        try blockingRead(forKey: key, withAttributes: true)
+    }
+
+    /// Reads the whole file for `key`: the value, and its attributes when `withAttributes` is set
+    /// (empty otherwise). A file that is damaged, expired or holds another key is deleted (if it is
+    /// still the file read) and is a miss.
+    /// - Parameter countingMisses: Whether a miss counts in the statistics (an add-if-absent that
+    ///   finds no entry counts a write instead).
+    func blockingRead(forKey key: String, withAttributes: Bool, countingMisses: Bool = true) throws -> StoreEntry<Data>? {
         let digest = KeyDigest(key: key)
         let root = folder.descriptor
         let sizeHint = state.withLock { $0.entries.peekValue(forKey: digest)?.fileSize }
@@ -16,13 +30,13 @@ extension FileStore {
         do {
             guard let opened = try openEntry(digest, path: self.path(for: digest)) else {
                 if sizeHint != nil { forgetVanishedFile(of: digest, root: root) }
-                counter.recordMiss()
+                if countingMisses { counter.recordMiss() }
                 return nil
             }
             descriptor = opened
         } catch let foreign as ForeignObject {
             discardForeignObject(of: digest, reason: foreign.reason)
-            counter.recordMiss()
+            if countingMisses { counter.recordMiss() }
             return nil
         } catch {
             counter.recordError()
@@ -36,44 +50,107 @@ extension FileStore {
             outcome = try EntryFile.read(descriptor, path: self.path(for: digest), knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity) { header, reader in
                 guard reader.hasKey(key, header: header) else { return .otherKey }
                 guard !header.isExpired(at: time) else { return .expired }
-                return .value(reader.takePayload(header: header), fileSize: header.fileLength)
+                let attributes = withAttributes ? Self.attributes(of: header, in: reader) : EntryAttributes()
+                return .value(StoreEntry(value: reader.takePayload(header: header), attributes: attributes), fileSize: header.fileLength)
             }
         } catch where error.isNotARegularFile {
             discardForeignObject(of: digest, reason: "not a regular file (\(error))")
-            counter.recordMiss()
+            if countingMisses { counter.recordMiss() }
             return nil
         } catch {
             counter.recordError()
             throw Self.ioError("Could not read \(self.path(for: digest)) for key \(Logger.describe(key))", error)
         }
         switch outcome {
-        case .entry(.value(let data, let fileSize)):
+        case .entry(.value(let entry, let fileSize)):
             recordAccess(to: digest, at: time, descriptor: descriptor, fileSize: fileSize)
             counter.recordHit()
-            return data
+            return entry
         case .entry(.expired):
             discardFile(descriptor, digest: digest)
             counter.recordEvictions()
-            counter.recordMiss()
+            if countingMisses { counter.recordMiss() }
             return nil
         case .entry(.otherKey):
             logger.warning("A file holds another key than its name says; deleting it", metadata: ["path": "\(self.path(for: digest))"])
             discardFile(descriptor, digest: digest)
             counter.recordError()
-            counter.recordMiss()
+            if countingMisses { counter.recordMiss() }
             return nil
         case .damaged(let damage):
             logger.warning("Deleting a damaged cache file", metadata: ["path": "\(self.path(for: digest))", "reason": "\(damage)"])
             discardFile(descriptor, digest: digest)
             counter.recordError()
-            counter.recordMiss()
+            if countingMisses { counter.recordMiss() }
             return nil
         }
     }
 
+    /// The attributes of `key`'s entry, read from its header, key and metadata only (never the
+    /// payload), or `nil`. Like ``containsValue(forKey:)``, it neither counts as a read nor changes
+    /// the recency order; a damaged or expired file found is deleted as a read deletes it.
+    package func blockingAttributes(forKey key: String) throws -> EntryAttributes? {
+        let digest = KeyDigest(key: key)
+        let descriptor: Int32
+        do {
+            guard let opened = try openEntry(digest, path: self.path(for: digest)) else { return nil }
+            descriptor = opened
+        } catch let foreign as ForeignObject {
+            discardForeignObject(of: digest, reason: foreign.reason)
+            return nil
+        } catch {
+            counter.recordError()
+            throw Self.ioError("Could not open \(self.path(for: digest)) for key \(Logger.describe(key))", error)
+        }
+        defer { POSIX.close(descriptor) }
+
+        let time = now()
+        let outcome: EntryFile.Outcome<AttributesRead>
+        do {
+            outcome = try EntryFile.read(descriptor, path: self.path(for: digest), knownSize: nil, extent: .header, sizeLimit: configuration.capacity) { header, reader in
+                guard reader.hasKey(key, header: header) else { return .otherKey }
+                guard !header.isExpired(at: time) else { return .expired }
+                return .attributes(Self.attributes(of: header, in: reader))
+            }
+        } catch where error.isNotARegularFile {
+            discardForeignObject(of: digest, reason: "not a regular file (\(error))")
+            return nil
+        } catch {
+            counter.recordError()
+            throw Self.ioError("Could not read \(self.path(for: digest)) for key \(Logger.describe(key))", error)
+        }
+        switch outcome {
+        case .entry(.attributes(let attributes)):
+            return attributes
+        case .entry(.expired):
+            discardFile(descriptor, digest: digest)
+            counter.recordEvictions()
+            return nil
+        case .entry(.otherKey):
+            return nil   // another key's entry, valid: not this key's to delete on a header read
+        case .damaged(let damage):
+            logger.warning("Deleting a damaged cache file", metadata: ["path": "\(self.path(for: digest))", "reason": "\(damage)"])
+            discardFile(descriptor, digest: digest)
+            counter.recordError()
+            return nil
+        }
+    }
+
+    /// What reading a file's header for a key found.
+    private enum AttributesRead {
+        case attributes(EntryAttributes)
+        case expired
+        case otherKey
+    }
+
+    /// An entry's attributes, from its checked header and the reader that holds its metadata.
+    static func attributes(of header: EntryHeader, in reader: WholeFileReader) -> EntryAttributes {
+        EntryAttributes(expiresAt: header.expires.map(date), storedAt: date(header.created), metadata: reader.metadata(header: header))
+    }
+
     /// What reading a whole, valid file for a key found.
     enum Read {
-        case value(Data, fileSize: Int)
+        case value(StoreEntry<Data>, fileSize: Int)
         case expired
         /// The file is whole and valid but holds another key (a collision, or a file moved by hand).
         case otherKey

@@ -1,5 +1,5 @@
 package import Foundation
-import HanekeProtocols
+package import HanekeProtocols
 import Logging
 import StoreFolders
 
@@ -9,12 +9,49 @@ import Glibc
 
 extension FileStore {
     package func blockingSetValue(_ value: Data, forKey key: String) throws {
+        try blockingSetEntry(StoreEntry(value: value), forKey: key)
+    }
+
+    /// Stores `entry` for `key`, atomically replacing any previous value, then evicts what exceeds
+    /// the limits (blocks: disk I/O). Without metadata the file is a version 1 file, as 0.3.0 wrote.
+    package func blockingSetEntry(_ entry: StoreEntry<Data>, forKey key: String) throws {
+        try checkWritable(entry.attributes, forKey: key)
+        let write = try prepareWrite(entry.attributes, payloadLength: entry.value.count, forKey: key)
+        guard let victims = try replaceFile(with: write, payload: .data(entry.value), forKey: key, ifStill: nil) else { return }
+        try finishWrite(write, forKey: key, evicted: victims)
+    }
+
+    /// A file about to be written: its header and when.
+    struct PreparedWrite {
+        var digest: KeyDigest
+        /// The header's bytes, key and metadata included.
+        var header: [UInt8]
+        /// The length of the whole file.
+        var fileSize: Int
+        /// When it is written (the index's and the journal's time), milliseconds since 1970.
+        var time: Int64
+    }
+
+    /// Refuses a key over 16 MiB (`invalidKey`) and metadata over its limit (`valueTooLarge`).
+    func checkWritable(_ attributes: EntryAttributes, forKey key: String) throws {
         let keyLength = key.utf8.count
         guard keyLength <= EntryHeader.maximumKeyLength else {
             counter.recordError()
             throw StoreError(.invalidKey, "A key of \(keyLength) bytes is longer than the FileStore limit of \(EntryHeader.maximumKeyLength) bytes")
         }
-        let fileSize = EntryHeader.fixedSize + keyLength + value.count
+        do {
+            try attributes.checkMetadataSize(forKey: key)
+        } catch {
+            counter.recordError()
+            throw error
+        }
+    }
+
+    /// Checks that the file fits the capacity, catches up with the other stores sharing the folder,
+    /// and makes the header: `storedAt` (the time of the write when `nil`) as the creation time,
+    /// and the expiry bounded by the store's ``Configuration/timeToLive``.
+    func prepareWrite(_ attributes: EntryAttributes, payloadLength: Int, forKey key: String) throws -> PreparedWrite {
+        let fileSize = EntryHeader.length(keyLength: key.utf8.count, metadataLength: attributes.metadata.count) + payloadLength
         if let capacity = configuration.capacity {
             // What the file will take on disk: whole blocks.
             let needed = (fileSize + blockSize - 1) / blockSize * blockSize
@@ -30,39 +67,69 @@ extension FileStore {
         }
         // What other stores sharing the folder wrote counts before this write evicts.
         catchUp()
-        let digest = KeyDigest(key: key)
-        let created = now()
-        let expires = configuration.timeToLive.map { Self.expiry(after: $0, from: created) }
-        let header = EntryHeader.encode(key: key, created: created, expires: expires, payloadLength: value.count)
-        let name = digest.hex
+        let time = now()
+        let created = attributes.storedAt.map(Self.milliseconds(clamping:)) ?? time
+        let header = EntryHeader.encode(
+            key: key, created: created, expires: expiry(of: attributes, writtenAt: time), payloadLength: payloadLength, metadata: attributes.metadata
+        )
+        return PreparedWrite(digest: KeyDigest(key: key), header: header, fileSize: fileSize, time: time)
+    }
 
-        var victims: [Victim] = []
+    /// The expiry of an entry written at `time`: its own, or the store's time to live after the
+    /// write, whichever comes first (``EntryAttributes/expiry(writtenAt:storeTimeToLive:)``, in
+    /// milliseconds so that a plain write's expiry is exactly what it has always been).
+    func expiry(of attributes: EntryAttributes, writtenAt time: Int64) -> Int64? {
+        let bound = configuration.timeToLive.map { Self.expiry(after: $0, from: time) }
+        guard let own = attributes.expiresAt.map(Self.milliseconds(clamping:)) else { return bound }
+        let expiry = bound.map { min($0, own) } ?? own
+        return expiry == 0 ? 1 : max(expiry, Int64.min + 1)   // 0 reads as "never"
+    }
+
+    /// Milliseconds since 1970 of a date a caller gave, clamped to what the header holds.
+    static func milliseconds(clamping date: Date) -> Int64 {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard !milliseconds.isNaN else { return Int64.max }
+        if milliseconds >= 9.2e18 { return Int64.max }
+        if milliseconds <= -9.2e18 { return Int64.min + 1 }
+        return Int64(milliseconds)
+    }
+
+    /// Where a new file's payload comes from.
+    enum Payload {
+        /// Bytes in memory.
+        case data(Data)
+        /// A range of an open file: the payload of the file it replaces, copied by the kernel.
+        case copy(from: Int32, offset: Int, length: Int)
+    }
+
+    /// Writes a temporary file and renames it over the entry's name, then records it in the index
+    /// and evicts what exceeds the limits (the victims are returned, to delete with no lock held).
+    /// - Parameter identity: With one, the file is renamed only if the entry's file is still that
+    ///   file; `nil` is returned otherwise (and nothing changes).
+    func replaceFile(with write: PreparedWrite, payload: Payload, forKey key: String, ifStill identity: FileIdentity?) throws -> [Victim]? {
+        let digest = write.digest
+        let name = digest.hex
         var attempt = 0
         while true {
             do {
-                victims = try folder.withShard(digest.shard, create: true) { shard -> [Victim] in
+                return try folder.withShard(digest.shard, create: true) { shard -> [Victim]? in
                     let temporary = StoreNames.temporary()
-                    let status = try writeTemporaryFile(temporary, in: shard, header: header, value: value, path: folder.path(of: digest.shard + "/" + temporary))
+                    let status = try writeTemporaryFile(temporary, in: shard, header: write.header, payload: payload, path: folder.path(of: digest.shard + "/" + temporary))
                     do {
-                        return try stripe(for: digest).withLock { _ throws(POSIX.Failure) in
-                            try POSIX.rename(temporary, to: name, in: shard, path: path(for: digest))
-                            return state.withLock { state in
-                                state.settle(digest)
-                                state.entries.setValue(
-                                    EntryRecord(fileSize: fileSize, allocated: status.allocated, lastAccess: created, identity: status.identity),
-                                    forKey: digest,
-                                    cost: status.allocated,
-                                    expiry: .infinity
-                                )
-                                return evictToLimits(&state)
+                        let victims = try stripe(for: digest).withLock { _ throws(POSIX.Failure) -> [Victim]? in
+                            if let identity {
+                                guard POSIX.status(of: name, in: shard)?.identity == identity else { return nil }
                             }
+                            try POSIX.rename(temporary, to: name, in: shard, path: path(for: digest))
+                            return state.withLock { recordWritten(&$0, digest, write: write, status: status) }
                         }
+                        if victims == nil { _ = try? POSIX.unlink(temporary, in: shard, path: "") }
+                        return victims
                     } catch {
                         _ = try? POSIX.unlink(temporary, in: shard, path: "")
                         throw error
                     }
                 } ?? []
-                break
             } catch {
                 // The shard folder vanished (deleted by hand) between creating the temporary file
                 // and renaming it: write again into a new folder, once.
@@ -74,19 +141,37 @@ extension FileStore {
                 throw writeError(error, key: key, digest: digest)
             }
         }
+    }
+
+    /// Records a file just put at an entry's name in the index, and evicts what exceeds the limits.
+    /// Call with `state` locked, under the key's stripe lock.
+    func recordWritten(_ state: inout IndexState, _ digest: KeyDigest, write: PreparedWrite, status: FileStatus) -> [Victim] {
+        state.settle(digest)
+        state.entries.setValue(
+            EntryRecord(fileSize: write.fileSize, allocated: status.allocated, lastAccess: write.time, identity: status.identity),
+            forKey: digest,
+            cost: status.allocated,
+            expiry: .infinity
+        )
+        return evictToLimits(&state)
+    }
+
+    /// After a file is in place: flushes its folder (with ``Configuration/durableWrites``),
+    /// counts the write, journals it, and deletes what it evicted.
+    func finishWrite(_ write: PreparedWrite, forKey key: String, evicted victims: [Victim]) throws {
         if configuration.durableWrites {
             do {
-                try synchronizeShard(digest.shard)
+                try synchronizeShard(write.digest.shard)
             } catch {
                 counter.recordError()
-                throw Self.ioError("Could not flush the folder of \(path(for: digest)) to disk after writing key \(Logger.describe(key))", error)
+                throw Self.ioError("Could not flush the folder of \(path(for: write.digest)) to disk after writing key \(Logger.describe(key))", error)
             }
         }
         counter.recordWrite()
-        journalWrite(digest, at: created, evicted: victims)
+        journalWrite(write.digest, at: write.time, evicted: victims)
     }
 
-    private func writeError(_ error: any Error, key: String, digest: KeyDigest) -> StoreError {
+    func writeError(_ error: any Error, key: String, digest: KeyDigest) -> StoreError {
         if let failure = error as? POSIX.Failure, failure.code == ENOTDIR {
             return StoreError(
                 .io,
@@ -101,13 +186,21 @@ extension FileStore {
     /// Writes header and payload into a new temporary file in the shard folder and returns the
     /// file's status (identity and blocks). A file it could not finish is removed; a name it could
     /// not create is left alone (it may be another writer's).
-    private func writeTemporaryFile(_ name: String, in shard: Int32, header: [UInt8], value: Data, path: @autoclosure () -> String) throws(POSIX.Failure) -> FileStatus {
+    func writeTemporaryFile(_ name: String, in shard: Int32, header: [UInt8], payload: Payload, path: @autoclosure () -> String) throws(POSIX.Failure) -> FileStatus {
         let descriptor = try folder.createFile(name, in: shard, path: path())
         do {
-            try Self.withBytes(of: header) { (headerBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
-                try Self.withBytes(of: value) { (valueBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
-                    try POSIX.writeAll(descriptor, headerBytes, valueBytes, path: path())
+            switch payload {
+            case .data(let value):
+                try Self.withBytes(of: header) { (headerBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
+                    try Self.withBytes(of: value) { (valueBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
+                        try POSIX.writeAll(descriptor, headerBytes, valueBytes, path: path())
+                    }
                 }
+            case .copy(let source, let offset, let length):
+                try Self.withBytes(of: header) { (headerBytes: UnsafeRawBufferPointer) throws(POSIX.Failure) in
+                    try POSIX.writeAll(descriptor, headerBytes, UnsafeRawBufferPointer(start: nil, count: 0), path: path())
+                }
+                try FileCopy.copy(length, from: source, at: offset, to: descriptor, at: header.count, path: path())
             }
             if configuration.durableWrites {
                 try POSIX.synchronize(descriptor, path: path())
@@ -123,7 +216,7 @@ extension FileStore {
     }
 
     /// `fsync` of a shard folder, so that a rename into it is on the disk.
-    private func synchronizeShard(_ shard: String) throws {
+    func synchronizeShard(_ shard: String) throws {
         guard let descriptor = try POSIX.openFolder(shard, in: folder.descriptor, forListing: true, path: folder.path(of: shard)) else { return }
         defer { POSIX.close(descriptor) }
         try POSIX.synchronize(descriptor, path: folder.path(of: shard))

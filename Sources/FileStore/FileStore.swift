@@ -15,7 +15,8 @@ import Synchronization
 ///
 /// - Files: `<directory>/<H0H1>/<H0…H31>`, the upper-case hex MD5 of the key's UTF-8 bytes, sharded
 ///   by its first two digits. Each file starts with a header holding the original key (compared on
-///   every read), the creation and expiry times and the payload length, then the payload. A file
+///   every read), the creation and expiry times, the payload length and the entry's metadata, then
+///   the payload (see `setEntry(_:forKey:)` and `attributes(forKey:)`). A file
 ///   that is damaged, truncated, expired or holds another key is a miss; damaged files are deleted
 ///   and counted as errors.
 /// - The folder is the store's own: a marker file `.haneke-store` says so. A store creates the

@@ -7,10 +7,12 @@ import StoreFolders
 /// The one reader of entry files: every path that looks into one — a read, `containsValue`, the
 /// entries' list, a peek, `inspect`, `verify`, `haneke get` and the fuzzer — goes through
 /// ``read(_:path:knownSize:extent:sizeLimit:_:)``, so they cannot disagree on what a valid file is.
+/// `.header` reads the header, the key and the metadata, never the payload (beyond the first
+/// 4 KiB that one `read` may take with them): what `attributes(forKey:)` reads.
 enum EntryFile {
     /// How much of the file to read.
     enum Extent {
-        /// The header and the key; the file's size must match what the header announces.
+        /// The header, the key and the metadata; the file's size must match what the header announces.
         case header
         /// The whole file, payload included.
         case whole
@@ -77,9 +79,11 @@ enum EntryFile {
         defer { reader.deallocate() }
 
         guard try reader.ensure(EntryHeader.fixedSize, path: path()) else { return .damaged(.shorterThanHeader(reader.count)) }
+        let fixed = EntryHeader.fixedLength(declaredBy: reader.bytes(0..<EntryHeader.fixedSize))
+        guard try reader.ensure(fixed, path: path()) else { return .damaged(.shorterThanHeader(reader.count)) }
         let header: EntryHeader
         do {
-            header = try EntryHeader.decode(reader.bytes(0..<EntryHeader.fixedSize))
+            header = try EntryHeader.decode(reader.bytes(0..<fixed))
         } catch {
             return .damaged(.header(error))
         }
@@ -104,6 +108,7 @@ enum EntryFile {
                 return .damaged(.truncated(announced: header.fileLength, actual: reader.count))
             }
         }
+        guard header.metadataMatches(reader.bytes(header.metadataRange)) else { return .damaged(.header(.badMetadataChecksum)) }
         return .entry(body(header, &reader))
     }
 }
@@ -165,13 +170,18 @@ struct WholeFileReader {
         return key.withUTF8 { wanted in
             guard wanted.count == header.keyLength else { return false }
             guard let start = wanted.baseAddress else { return true }
-            return memcmp(start, buffer + EntryHeader.fixedSize, wanted.count) == 0
+            return memcmp(start, buffer + header.keyRange.lowerBound, wanted.count) == 0
         }
     }
 
     /// The stored key, or `nil` when it is not valid UTF-8.
     func key(header: EntryHeader) -> String? {
-        String(validating: bytes(EntryHeader.fixedSize..<header.length), as: UTF8.self)
+        String(validating: bytes(header.keyRange), as: UTF8.self)
+    }
+
+    /// The metadata, copied (a version 1 file has none).
+    func metadata(header: EntryHeader) -> Data {
+        header.metadataLength == 0 ? Data() : Data(bytes(header.metadataRange))
     }
 
     /// The payload as `Data`. Normally the `Data` takes over the buffer (no copy); a payload much
