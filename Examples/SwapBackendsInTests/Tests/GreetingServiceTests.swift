@@ -18,8 +18,9 @@ struct GreetingServiceTests {
         #expect(try await service.greeting(for: "Ada") == "Hi Ada")
         #expect(try await service.greeting(for: "Ada") == "Hi Ada")
         #expect(composed.value == 1)
-        // The disk tier was read once (a miss) and written once.
-        #expect(disk.calls == [.value("Ada"), .setValue(Data("Hi Ada".utf8), "Ada")])
+        // The disk tier was read once (a miss: a chain reads a lower layer's whole entry, to promote
+        // a hit with its lifetime) and written once.
+        #expect(disk.calls == [.entry("Ada"), .setValue(Data("Hi Ada".utf8), "Ada")])
     }
 
     @Test func aBrokenDiskDoesNotBreakTheService() async throws {
