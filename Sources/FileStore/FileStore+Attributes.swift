@@ -157,31 +157,6 @@ extension FileStore {
         try await addEntryOnExecutor(entry, forKey: key)
     }
 
-    // MARK: - One job of the executor each
-
-    private func entryOnExecutor<Transformed: Sendable>(
-        forKey key: String,
-        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
-    ) async throws -> StoreEntry<Transformed>? {
-        try await executor.run { try self.blockingEntry(forKey: key)?.map(transform) }
-    }
-
-    private func attributesOnExecutor(forKey key: String) async throws -> EntryAttributes? {
-        try await executor.run { try self.blockingAttributes(forKey: key) }
-    }
-
-    private func setEntryOnExecutor(_ entry: StoreEntry<Data>, forKey key: String) async throws {
-        try await executor.run { try self.blockingSetEntry(entry, forKey: key) }
-    }
-
-    private func setAttributesOnExecutor(_ attributes: EntryAttributes, forKey key: String) async throws -> Bool {
-        try await executor.run { try self.blockingSetAttributes(attributes, forKey: key) }
-    }
-
-    private func addEntryOnExecutor(_ entry: StoreEntry<Data>, forKey key: String) async throws -> AddResult<Data> {
-        try await executor.run { try self.blockingAddEntry(entry, forKey: key) }
-    }
-
     // MARK: - Blocking implementations
 
     /// How many times ``blockingSetAttributes(_:forKey:)`` starts again when the file changed

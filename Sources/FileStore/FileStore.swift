@@ -531,12 +531,21 @@ public final class FileStore: Store {
     /// - Returns: The value, or `nil` when there is no valid, unexpired entry.
     /// - Throws: `StoreError` with code `corrupted` for a damaged file, `io` when it cannot be read.
     package func blockingPeekValue(forKey key: String) throws -> Data? {
+        try blockingPeekEntry(forKey: key)?.value
+    }
+
+    /// ``blockingPeekValue(forKey:)`` with the entry's attributes (blocks: disk I/O).
+    /// - Parameter key: The key.
+    /// - Returns: The entry, or `nil` when there is no valid, unexpired entry.
+    /// - Throws: `StoreError` with code `corrupted` for a damaged file, `io` when it cannot be read.
+    package func blockingPeekEntry(forKey key: String) throws -> StoreEntry<Data>? {
         let digest = KeyDigest(key: key)
         let now = self.now()
-        let outcome: EntryFile.Outcome<Data?>?
+        let outcome: EntryFile.Outcome<StoreEntry<Data>?>?
         do {
             outcome = try readEntry(digest, extent: .whole, knownSize: nil) { header, reader in
-                reader.hasKey(key, header: header) && !header.isExpired(at: now) ? reader.takePayload(header: header) : nil
+                guard reader.hasKey(key, header: header), !header.isExpired(at: now) else { return nil }
+                return StoreEntry(value: reader.takePayload(header: header), attributes: Self.attributes(of: header, in: reader))
             }
         } catch let foreign as ForeignObject {
             throw StoreError(.corrupted, "\(path(for: digest)) is \(foreign.reason), not an entry file")

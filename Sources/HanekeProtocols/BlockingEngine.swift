@@ -25,6 +25,16 @@ package protocol BlockingEngine: Sendable {
     func blockingRemoveValue(forKey key: String) throws
     /// Removes every value (blocks: disk I/O).
     func blockingRemoveAll() throws
+    /// Returns the entry for `key` with its attributes, or `nil` (blocks: disk I/O).
+    func blockingEntry(forKey key: String) throws -> StoreEntry<Data>?
+    /// Returns the attributes of the entry for `key` without its value, or `nil` (blocks).
+    func blockingAttributes(forKey key: String) throws -> EntryAttributes?
+    /// Stores `entry` for `key` (blocks: disk I/O).
+    func blockingSetEntry(_ entry: StoreEntry<Data>, forKey key: String) throws
+    /// Replaces the attributes of the entry for `key`; `false` when there is none (blocks).
+    func blockingSetAttributes(_ attributes: EntryAttributes, forKey key: String) throws -> Bool
+    /// Stores `entry` for `key` if it has no unexpired entry, atomically (blocks: disk I/O).
+    func blockingAddEntry(_ entry: StoreEntry<Data>, forKey key: String) throws -> AddResult<Data>
     /// What work on the whole store (`removeAll`, its size, a flush) awaits first, without holding
     /// a thread: a store that indexes its folder in the background waits for its index. Nothing by
     /// default.
@@ -60,6 +70,39 @@ extension BlockingEngine {
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
     package func removeValueOnExecutor(forKey key: String) async throws {
         try await executor.run { try self.blockingRemoveValue(forKey: key) }
+    }
+
+    /// ``blockingEntry(forKey:)`` and `transform` of its value, in one job of the executor.
+    /// - Throws: What either throws; `CancellationError` if cancelled before it ran.
+    package func entryOnExecutor<Transformed: Sendable>(
+        forKey key: String,
+        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await executor.run { try self.blockingEntry(forKey: key).map { try $0.map(transform) } }
+    }
+
+    /// ``blockingAttributes(forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func attributesOnExecutor(forKey key: String) async throws -> EntryAttributes? {
+        try await executor.run { try self.blockingAttributes(forKey: key) }
+    }
+
+    /// ``blockingSetEntry(_:forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func setEntryOnExecutor(_ entry: StoreEntry<Data>, forKey key: String) async throws {
+        try await executor.run { try self.blockingSetEntry(entry, forKey: key) }
+    }
+
+    /// ``blockingSetAttributes(_:forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func setAttributesOnExecutor(_ attributes: EntryAttributes, forKey key: String) async throws -> Bool {
+        try await executor.run { try self.blockingSetAttributes(attributes, forKey: key) }
+    }
+
+    /// ``blockingAddEntry(_:forKey:)`` as one job of the executor.
+    /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
+    package func addEntryOnExecutor(_ entry: StoreEntry<Data>, forKey key: String) async throws -> AddResult<Data> {
+        try await executor.run { try self.blockingAddEntry(entry, forKey: key) }
     }
 
     /// ``waitUntilReady()``, then ``blockingRemoveAll()`` as one job of the executor.

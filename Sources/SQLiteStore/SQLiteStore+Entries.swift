@@ -179,8 +179,7 @@ extension SQLiteStore {
     }
 }
 
-// The blocking operations of entries and their jobs on the executor, in the shape of
-// `BlockingEngine`'s (which covers plain values only).
+// The blocking operations of entries, for `BlockingEngine` (which makes their jobs on the executor).
 extension SQLiteStore {
     package func blockingEntry(forKey key: String) throws -> StoreEntry<Data>? { try entry(forKey: key) }
     package func blockingAttributes(forKey key: String) throws -> EntryAttributes? { try attributes(forKey: key) }
@@ -190,33 +189,5 @@ extension SQLiteStore {
     }
     package func blockingAddEntry(_ entry: StoreEntry<Data>, forKey key: String) throws -> AddResult<Data> {
         try addEntry(entry, forKey: key)
-    }
-
-    /// ``blockingEntry(forKey:)`` and `transform` of its value, in one job of the executor.
-    package func entryOnExecutor<Transformed: Sendable>(
-        forKey key: String,
-        transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
-    ) async throws -> StoreEntry<Transformed>? {
-        try await executor.run { try self.blockingEntry(forKey: key).map { try $0.map(transform) } }
-    }
-
-    /// ``blockingAttributes(forKey:)`` as one job of the executor.
-    package func attributesOnExecutor(forKey key: String) async throws -> EntryAttributes? {
-        try await executor.run { try self.blockingAttributes(forKey: key) }
-    }
-
-    /// ``blockingSetEntry(_:forKey:)`` as one job of the executor.
-    package func setEntryOnExecutor(_ entry: StoreEntry<Data>, forKey key: String) async throws {
-        try await executor.run { try self.blockingSetEntry(entry, forKey: key) }
-    }
-
-    /// ``blockingSetAttributes(_:forKey:)`` as one job of the executor.
-    package func setAttributesOnExecutor(_ attributes: EntryAttributes, forKey key: String) async throws -> Bool {
-        try await executor.run { try self.blockingSetAttributes(attributes, forKey: key) }
-    }
-
-    /// ``blockingAddEntry(_:forKey:)`` as one job of the executor.
-    package func addEntryOnExecutor(_ entry: StoreEntry<Data>, forKey key: String) async throws -> AddResult<Data> {
-        try await executor.run { try self.blockingAddEntry(entry, forKey: key) }
     }
 }

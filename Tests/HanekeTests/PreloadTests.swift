@@ -42,6 +42,27 @@ struct PreloadTests {
         return Set(try #require(inspection).entries.map(\.key))
     }
 
+    @Test func aPreloadedValueKeepsItsLifetimeInMemory() async throws {
+        let clock = TestClock()
+        _ = try await formatFolder("lifetimes")
+        do {
+            let cache = Cache<String>(name: "lifetimes", directory: directory.appending("lifetimes"), originalFormat: Self.routedFormat(.none), clock: clock)
+            try await cache.set("small", forKey: "small", timeToLive: .seconds(60))
+            try await cache.set(Self.large("large"), forKey: "large", timeToLive: .seconds(60))
+            try await cache.flush()
+        }
+        let cache = Cache<String>(name: "lifetimes", directory: directory.appending("lifetimes"), originalFormat: Self.routedFormat(.all), clock: clock)
+        await cache.waitForPreloading()
+        let memory = try #require(try cache.stack(for: "original").memory)
+        #expect(Set(memory.keysByRecency) == ["small", "large"])
+        for key in ["small", "large"] {
+            #expect(try await memory.attributes(forKey: key)?.expiresAt == clock.now().addingTimeInterval(60))
+        }
+        clock.advance(by: .seconds(61))
+        #expect(memory.value(forKey: "small") == nil)
+        #expect(memory.value(forKey: "large") == nil)
+    }
+
     @Test func preloadingAllReadsTheDatabaseToo() async throws {
         let folder = try await formatFolder("all")
         do {
