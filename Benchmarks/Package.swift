@@ -71,7 +71,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "FileProbe",
-            dependencies: [.product(name: "FileStore", package: hanekeIdentity)]
+            dependencies: [
+                "BaselineLock",
+                .product(name: "FileStore", package: hanekeIdentity),
+                .product(name: "CompressedStore", package: hanekeIdentity),
+                .product(name: "MemoryStore", package: hanekeIdentity),
+                .product(name: "HanekeProtocols", package: hanekeIdentity),
+            ]
         ),
         .executableTarget(
             name: "MemoryProbe",

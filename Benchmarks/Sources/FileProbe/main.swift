@@ -2,29 +2,72 @@
 // same way on every run however busy the machine (file timings swing widely here):
 //
 //   FileProbe DIR get|set KEYS OPERATIONS       4 KiB values; DIR must not exist yet
+//   FileProbe DIR warm KEYS OPERATIONS          workload 4's warm read: `fetch` through memory →
+//                                               LZ4 file store → fetcher, each key first removed
+//                                               from memory (so the file layer serves it and it is
+//                                               promoted), 4 KiB of JSON, from one task
 //
 // Run it with OPERATIONS = 0 and with OPERATIONS = N: the difference, divided by N, is the cost of
 // one operation in user space and in the system-call entry (the kernel's own work is not counted).
+import BaselineLock
+import CompressedStore
 import FileStore
 import Foundation
+import HanekeProtocols
+import MemoryStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
-let value = Data(repeating: 0x2A, count: 4096)
-let store = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))
-for key in keys { try store.setValue(value, forKey: key) }
 var found = 0
-let start = ContinuousClock.now
-for i in 0..<operations {
-    let key = keys[(i &* 7919) % keyCount]
-    if arguments[2] == "get" {
-        if try store.value(forKey: key) != nil { found += 1 }
-    } else {
-        try store.setValue(value, forKey: key)
+let start: ContinuousClock.Instant
+if arguments[2] == "warm" {
+    // Built as workload 4 builds its chain. The loop runs in one task; the main thread waits on a
+    // semaphore rather than with a top-level `await` (valgrind 3.19 crashes when the main thread
+    // parks in Swift's main executor).
+    var json = "["
+    var record = 0
+    while json.utf8.count < 4096 {
+        json += #"{"id":\#(record),"name":"user \#(record)","email":"user\#(record)@example.com","active":\#(record % 3 == 0)},"#
+        record += 1
+    }
+    let document = Data(json.utf8.prefix(4096))
+    let memory = MemoryStore<String, Data>(countLimit: keyCount * 2)
+    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
+    let chain = memory.chained(to: file).fetching { _ in document }
+    let result = PthreadLocked<(found: Int, start: ContinuousClock.Instant)>((0, .now))
+    let done = DispatchSemaphore(value: 0)
+    Task.detached { [keys, keyCount, operations] in
+        for key in keys { _ = try await chain.fetch(key) }   // cold: into the file and memory layers
+        let start = ContinuousClock.now
+        var found = 0
+        for i in 0..<operations {
+            let key = keys[(i &* 7919) % keyCount]
+            memory.removeValue(forKey: key)
+            if try await chain.fetch(key).count == document.count { found += 1 }
+        }
+        result.withLock { [found] in $0 = (found, start) }
+        done.signal()
+    }
+    done.wait()
+    let outcome = result.withLock { $0 }
+    found = outcome.found
+    start = outcome.start
+} else {
+    let value = Data(repeating: 0x2A, count: 4096)
+    let store = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))
+    for key in keys { try store.setValue(value, forKey: key) }
+    start = ContinuousClock.now
+    for i in 0..<operations {
+        let key = keys[(i &* 7919) % keyCount]
+        if arguments[2] == "get" {
+            if try store.value(forKey: key) != nil { found += 1 }
+        } else {
+            try store.setValue(value, forKey: key)
+        }
     }
 }
 let elapsed = ContinuousClock.now - start

@@ -30,6 +30,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["8"], ThumbnailBenchmarks.run),
             (["9"], PeerBenchmarks.run),
             (["10"], SharedFolderBenchmarks.run),
+            (["11"], RefreshBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
