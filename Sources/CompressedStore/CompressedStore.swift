@@ -86,6 +86,7 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
     ///   - transform: What to make of the decompressed bytes.
     /// - Returns: The entry, or `nil` on a miss.
     /// - Throws: `StoreError.corrupted` or `.decompressionLimitExceeded`; what `base` throws.
+    @inlinable
     public func entry<Transformed: Sendable>(
         forKey key: Key,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed

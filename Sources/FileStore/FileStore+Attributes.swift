@@ -110,11 +110,15 @@ extension FileStore {
     /// - Returns: The entry with what `transform` made of its bytes, or `nil` on a miss.
     /// - Throws: `StoreError` with code `io`; what `transform` throws; `CancellationError` if
     ///   cancelled before it ran.
+    @inlinable
     public func entry<Transformed: Sendable>(
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> StoreEntry<Transformed>? {
-        try await entryOnExecutor(forKey: key, transformedBy: transform)
+        // Inlinable, so that your code gets it specialised for `Transformed`: a generic call would
+        // look up the metadata of `StoreEntry<Transformed>` on every read (4,000 instructions of a
+        // 66,000-instruction warm read, `FileProbe warm`).
+        try await executor.run { [self] in try blockingEntry(forKey: key).map { try $0.map(transform) } }
     }
 
     /// Reads the attributes of the entry for `key` from its header on the I/O executor.

@@ -74,6 +74,6 @@ extension FileStore {
     }
 
     static func date(_ milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
+        Date(millisecondsSince1970: milliseconds)
     }
 }

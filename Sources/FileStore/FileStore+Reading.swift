@@ -1,5 +1,5 @@
-package import Foundation
-package import HanekeProtocols
+public import Foundation
+public import HanekeProtocols
 import Logging
 import StoreFolders
 
@@ -13,6 +13,7 @@ extension FileStore {
     }
 
     /// The value for `key` and its attributes, or `nil` (blocks: disk I/O).
+    @usableFromInline
     package func blockingEntry(forKey key: String) throws -> StoreEntry<Data>? {
         try blockingRead(forKey: key, withAttributes: true)
     }

@@ -87,11 +87,7 @@ extension FileStore {
 
     /// Milliseconds since 1970 of a date a caller gave, clamped to what the header holds.
     static func milliseconds(clamping date: Date) -> Int64 {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        guard !milliseconds.isNaN else { return Int64.max }
-        if milliseconds >= 9.2e18 { return Int64.max }
-        if milliseconds <= -9.2e18 { return Int64.min + 1 }
-        return Int64(milliseconds)
+        max(date.millisecondsSince1970, Int64.min + 1)
     }
 
     /// Where a new file's payload comes from.

@@ -467,7 +467,7 @@ public final class FileStore: Store {
     }
 
     static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        date.millisecondsSince1970
     }
 
     /// A `StoreError` with code `io` for a failed operation, carrying the system call's error

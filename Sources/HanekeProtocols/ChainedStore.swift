@@ -39,7 +39,7 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// - Parameter key: The key to look up.
     /// - Returns: The first value found, or `nil` when no layer has one.
     /// - Throws: `CancellationError` only; layer failures are misses.
-    @inlinable
+    @inlinable @inline(__always)
     public func value(forKey key: Key) async throws -> Value? {
         if let value = try await top.readAsLayer(key, logger: logger) {
             return value
@@ -48,12 +48,13 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     }
 
     /// The miss path of ``value(forKey:)``, kept out of line.
-    @usableFromInline
+    @inlinable
     func readBottomAndPromote(_ key: Key) async throws -> Value? {
         try await readBottomEntryAndPromote(key)?.value
     }
 
     /// Reads `bottom`'s entry and promotes it into `top` with its attributes.
+    @inlinable
     func readBottomEntryAndPromote(_ key: Key) async throws -> StoreEntry<Value>? {
         let mark = writes.mark(for: key)
         guard let entry = try await bottom.readEntryAsLayer(key, logger: logger) else {
@@ -70,13 +71,19 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
                     try await top.setEntry(entry, forKey: key)
                 }
             } catch {
-                logger.warning(
-                    "Could not promote a value into the upper layer",
-                    metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
-                )
+                logPromotionFailure(of: key, error)
             }
         }
         return entry
+    }
+
+    /// Logs a promotion that failed (out of line: not on the hot path).
+    @usableFromInline
+    func logPromotionFailure(of key: Key, _ error: any Error) {
+        logger.warning(
+            "Could not promote a value into the upper layer",
+            metadata: ["layer": "\(top.layerName)", "key": "\(Logger.describe(key))", "error": "\(error)"]
+        )
     }
 
     /// Reads the entry from `top`, then from `bottom`, promoting a `bottom` hit with its attributes;

@@ -87,6 +87,7 @@ where Base.Value == Data, Codec.Value: Sendable {
     ///   - transform: What to make of the decoded value.
     /// - Returns: The entry, or `nil` on a miss.
     /// - Throws: `StoreError.decoding` when the bytes do not decode; what `base` or `transform` throw.
+    @inlinable
     public func entry<Transformed: Sendable>(
         forKey key: Key,
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed

@@ -104,15 +104,23 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     /// - Parameter key: The key whose value is wanted.
     /// - Returns: The cached or fetched value.
     /// - Throws: The fetcher's error, or `CancellationError`.
-    @inlinable
+    @inlinable @inline(__always)
     public func fetch(_ key: Key) async throws -> Value {
         try Task.checkCancellation()
         let generation = writes.totalMark
-        if readsAttributes { return try await fetchCheckingAge(key, readAt: generation, from: fetcher) }
-        if let value = try await base.readAsLayer(key, logger: logger) {
+        if !readsAttributes, let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
-        return try await fetchMissing(key, readAt: generation, from: fetcher)
+        return try await fetchMissingOrCheckingAge(key, readAt: generation, from: fetcher)
+    }
+
+    /// What ``fetch(_:)`` does after its hot path (a hit read without looking at ages): a miss's
+    /// flight, or a read that decides by the entry's age. Out of line, so that the hot path is one
+    /// read and one `await`.
+    @usableFromInline
+    func fetchMissingOrCheckingAge(_ key: Key, readAt generation: UInt64, from source: some Fetcher<Key, Value>) async throws -> Value {
+        if readsAttributes { return try await fetchCheckingAge(key, readAt: generation, from: source) }
+        return try await fetchMissing(key, readAt: generation, from: source)
     }
 
     /// ``fetch(_:)`` with another fetcher than the store's own for this call (a caller that joins
@@ -124,11 +132,10 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     package func fetch(_ key: Key, from source: some Fetcher<Key, Value>) async throws -> Value {
         try Task.checkCancellation()
         let generation = writes.totalMark
-        if readsAttributes { return try await fetchCheckingAge(key, readAt: generation, from: source) }
-        if let value = try await base.readAsLayer(key, logger: logger) {
+        if !readsAttributes, let value = try await base.readAsLayer(key, logger: logger) {
             return value
         }
-        return try await fetchMissing(key, readAt: generation, from: source)
+        return try await fetchMissingOrCheckingAge(key, readAt: generation, from: source)
     }
 
     /// The miss path of ``fetch(_:)``, kept out of line.

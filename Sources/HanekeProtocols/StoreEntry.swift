@@ -26,6 +26,7 @@ public struct EntryAttributes: Sendable, Hashable {
     ///   - expiresAt: When the entry stops being served; `nil` for never.
     ///   - storedAt: When the value was first stored; `nil` for the time of the write.
     ///   - metadata: Bytes kept beside the value, at most ``metadataLimit``.
+    @inlinable
     public init(expiresAt: Date? = nil, storedAt: Date? = nil, metadata: Data = Data()) {
         self.expiresAt = expiresAt
         self.storedAt = storedAt
@@ -77,6 +78,7 @@ public struct StoreEntry<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - value: The value.
     ///   - attributes: Its expiry, the time it was stored, and its metadata.
+    @inlinable
     public init(value: Value, attributes: EntryAttributes = EntryAttributes()) {
         self.value = value
         self.attributes = attributes
@@ -87,6 +89,7 @@ public struct StoreEntry<Value: Sendable>: Sendable {
     ///   - value: The value.
     ///   - expiresAt: When it stops being served; `nil` (never) by default.
     ///   - metadata: Bytes kept beside it; none by default.
+    @inlinable
     public init(value: Value, expiresAt: Date?, metadata: Data = Data()) {
         self.init(value: value, attributes: EntryAttributes(expiresAt: expiresAt, metadata: metadata))
     }
@@ -107,6 +110,7 @@ public struct StoreEntry<Value: Sendable>: Sendable {
     /// - Parameter transform: Makes the new value.
     /// - Returns: The entry with the transformed value.
     /// - Throws: What `transform` throws.
+    @inlinable
     public func map<T: Sendable>(_ transform: (Value) throws -> T) rethrows -> StoreEntry<T> {
         StoreEntry<T>(value: try transform(value), attributes: attributes)
     }
@@ -137,6 +141,7 @@ public enum AddResult<Value: Sendable>: Sendable {
     /// - Parameter transform: Makes the new value.
     /// - Returns: The outcome with the transformed value.
     /// - Throws: What `transform` throws.
+    @inlinable
     public func map<T: Sendable>(_ transform: (Value) throws -> T) rethrows -> AddResult<T> {
         switch self {
         case .inserted: return .inserted

@@ -33,25 +33,61 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     // 10× slower in `make bench`).
     @usableFromInline
     struct State: Sendable {
-        @usableFromInline var entries = LRUList<Key, Stored>()
+        @usableFromInline var entries = LRUList<Key, Value>()
+        /// The time stored and metadata of the entries written with them (by ``setEntry(_:forKey:)``,
+        /// a promotion, an add), beside the list: a plain read never touches them, so it costs what
+        /// it did before entries had attributes (a read is a few hundred instructions: every one
+        /// shows). Empty for a store written with plain values only.
+        @usableFromInline var attributes: [Key: StoredAttributes] = [:]
         @usableFromInline var statistics = StoreStatistics()
+        /// Whether any entry may expire (the store has a time to live, or an entry was written with
+        /// an expiry): until then a read does not look at the clock.
+        @usableFromInline var mayExpire: Bool
 
-        @usableFromInline init() {}
-    }
+        @usableFromInline init(mayExpire: Bool) {
+            self.mayExpire = mayExpire
+        }
 
-    /// A value and what travels with it. Plain writes (``setValue(_:forKey:)``) record no time
-    /// stored (`nan`) when the store has no time to live, so that they never read the clock.
-    @usableFromInline
-    struct Stored: Sendable {
-        @usableFromInline var value: Value
-        @usableFromInline var storedAt: Double
-        @usableFromInline var metadata: Data
-
+        /// Drops the attributes of `key`, if it has any (no hashing when none has).
         @inlinable
-        init(value: Value, storedAt: Double = .nan, metadata: Data = Data()) {
-            self.value = value
-            self.storedAt = storedAt
-            self.metadata = metadata
+        mutating func forgetAttributes(of key: Key) {
+            if !attributes.isEmpty { attributes.removeValue(forKey: key) }
+        }
+
+        /// Removes `key` and its attributes; whether it was there.
+        @inlinable @discardableResult
+        mutating func remove(_ key: Key) -> Bool {
+            forgetAttributes(of: key)
+            return entries.removeValue(forKey: key)
+        }
+
+        /// Evicts least recently used entries (and their attributes) to the limits; how many.
+        @inlinable
+        mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
+            var evicted = 0
+            if attributes.isEmpty {
+                entries.evict(toCount: countLimit, toCost: costLimit) { _, _ in evicted += 1 }
+                return evicted
+            }
+            var side: [Key: StoredAttributes] = [:]
+            swap(&side, &attributes)
+            entries.evict(toCount: countLimit, toCost: costLimit) { key, _ in
+                evicted += 1
+                side.removeValue(forKey: key)
+            }
+            swap(&side, &attributes)
+            return evicted
+        }
+
+        /// The attributes of a live entry with `expiry`.
+        @usableFromInline
+        func attributes(of key: Key, expiry: Double) -> EntryAttributes {
+            let kept = attributes.isEmpty ? nil : attributes[key]
+            return EntryAttributes(
+                expiresAt: expiry == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiry),
+                storedAt: kept?.storedAt,
+                metadata: kept?.metadata ?? Data()
+            )
         }
     }
 
@@ -75,7 +111,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         self.clock = clock
         self.timeToLiveSeconds = configuration.timeToLive?.timeInterval
         self.cost = cost ?? Self.defaultCost()
-        self.state = Locked(State())
+        self.state = Locked(State(mayExpire: configuration.timeToLive != nil))
     }
 
     /// Creates an empty store with the given limits.
@@ -109,18 +145,29 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Parameter key: The key to look up.
     /// - Returns: The value, or `nil`.
     /// - Complexity: O(1).
-    @inlinable
+    @inlinable @inline(__always)
     public func value(forKey key: Key) -> Value? {
         state.withLock { state in
             var expired = false
-            let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired)
-            if found != nil {
+            let now = state.mayExpire ? clockSeconds() : -.infinity
+            let value = state.entries.value(forKey: key, now: now, expired: &expired)
+            if value != nil {
                 state.statistics.hits += 1
             } else {
-                state.statistics.misses += 1
-                if expired { state.statistics.evictions += 1 }
+                Self.recordMiss(of: key, expired: expired, in: &state)
             }
-            return found?.value.value
+            return value
+        }
+    }
+
+    /// Counts a miss, and the eviction of an expired entry (whose attributes go too). Out of line:
+    /// a hit's code stays small enough to be inlined into the caller.
+    @usableFromInline
+    static func recordMiss(of key: Key, expired: Bool, in state: inout State) {
+        state.statistics.misses += 1
+        if expired {
+            state.statistics.evictions += 1
+            state.forgetAttributes(of: key)
         }
     }
 
@@ -144,19 +191,17 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         forKey key: Key,
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
     ) throws -> StoreEntry<Transformed>? {
-        let found = state.withLock { state -> (value: Stored, expiry: Double)? in
+        let found = state.withLock { state -> (value: Value, attributes: EntryAttributes)? in
             var expired = false
-            let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired)
-            if found != nil {
-                state.statistics.hits += 1
-            } else {
-                state.statistics.misses += 1
-                if expired { state.statistics.evictions += 1 }
+            guard let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired) else {
+                Self.recordMiss(of: key, expired: expired, in: &state)
+                return nil
             }
-            return found
+            state.statistics.hits += 1
+            return (found.value, state.attributes(of: key, expiry: found.expiry))
         }
         guard let found else { return nil }
-        return StoreEntry(value: try transform(found.value.value), attributes: Self.attributes(found.value, expiry: found.expiry))
+        return StoreEntry(value: try transform(found.value), attributes: found.attributes)
     }
 
     /// Returns the entry for `key`, or `nil`; see `entry(forKey:transformedBy:)`.
@@ -177,7 +222,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
 
     func readAttributes(forKey key: Key) -> EntryAttributes? {
         state.withLock { state in
-            state.entries.peekValueAndExpiry(forKey: key, now: clockSeconds).map { Self.attributes($0.value, expiry: $0.expiry) }
+            state.entries.peekValueAndExpiry(forKey: key, now: clockSeconds).map { state.attributes(of: key, expiry: $0.expiry) }
         }
     }
 
@@ -188,20 +233,17 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - entry: The value and its attributes.
     ///   - key: The key to store it under.
     /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    @inlinable
     public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws {
         try writeEntry(entry, forKey: key)
     }
 
+    @inlinable
     func writeEntry(_ entry: StoreEntry<Value>, forKey key: Key) throws {
         try entry.attributes.checkMetadataSize(forKey: key)
         let now = clock.now()
         let expiry = Self.expiry(of: entry.attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
-        let stored = Stored(
-            value: entry.value,
-            storedAt: (entry.attributes.storedAt ?? now).timeIntervalSinceReferenceDate,
-            metadata: entry.attributes.metadata
-        )
-        store(stored, forKey: key, expiry: expiry, now: now.timeIntervalSinceReferenceDate)
+        store(entry.value, attributes: StoredAttributes(entry.attributes, writtenAt: now), forKey: key, expiry: expiry, now: now.timeIntervalSinceReferenceDate)
     }
 
     /// Replaces the expiry, time stored and metadata of the entry for `key`, keeping its value and
@@ -222,11 +264,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         let expiry = Self.expiry(of: attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
         let nowSeconds = now.timeIntervalSinceReferenceDate
         return state.withLock { state in
-            guard state.entries.peekValueAndExpiry(forKey: key, now: { nowSeconds }) != nil else { return false }
-            return state.entries.update(key, expiry: expiry) { stored in
-                stored.storedAt = (attributes.storedAt ?? now).timeIntervalSinceReferenceDate
-                stored.metadata = attributes.metadata
-            }
+            guard state.entries.peekValueAndExpiry(forKey: key, now: { nowSeconds }) != nil,
+                  state.entries.update(key, expiry: expiry, value: { _ in }) else { return false }
+            state.attributes[key] = StoredAttributes(attributes, writtenAt: now)
+            return true
         }
     }
 
@@ -246,17 +287,20 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         let now = clock.now()
         let nowSeconds = now.timeIntervalSinceReferenceDate
         let expiry = Self.expiry(of: entry.attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
-        let stored = Stored(value: entry.value, storedAt: (entry.attributes.storedAt ?? now).timeIntervalSinceReferenceDate, metadata: entry.attributes.metadata)
+        let kept = StoredAttributes(entry.attributes, writtenAt: now)
         let valueCost = max(0, cost(entry.value))
         let limits = configuration
         return state.withLock { state -> AddResult<Value> in
             var expired = false
             if let found = state.entries.valueAndExpiry(forKey: key, now: { nowSeconds }, expired: &expired) {
                 state.statistics.hits += 1
-                return .existing(StoreEntry(value: found.value.value, attributes: Self.attributes(found.value, expiry: found.expiry)))
+                return .existing(StoreEntry(value: found.value, attributes: state.attributes(of: key, expiry: found.expiry)))
             }
-            if expired { state.statistics.evictions += 1 }
-            Self.insert(stored, cost: valueCost, forKey: key, expiry: expiry, now: nowSeconds, limits: limits, into: &state)
+            if expired {
+                state.statistics.evictions += 1
+                state.forgetAttributes(of: key)
+            }
+            Self.insert(entry.value, attributes: kept, cost: valueCost, forKey: key, expiry: expiry, now: nowSeconds, limits: limits, into: &state)
             return .inserted
         }
     }
@@ -271,37 +315,46 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     @inlinable
     public func setValue(_ value: Value, forKey key: Key) {
         guard let timeToLiveSeconds else {
-            store(Stored(value: value), forKey: key, expiry: .infinity, now: -.infinity)
+            store(value, attributes: nil, forKey: key, expiry: .infinity, now: -.infinity)
             return
         }
         let now = clock.now().timeIntervalSinceReferenceDate
-        store(Stored(value: value, storedAt: now), forKey: key, expiry: now + timeToLiveSeconds, now: now)
+        store(value, attributes: nil, forKey: key, expiry: now + timeToLiveSeconds, now: now)
     }
 
-    /// Writes `stored` under the lock, then evicts to the limits; an expiry at or before `now`
-    /// removes the key instead.
+    /// Writes `value` (with `attributes`, or none) under the lock, then evicts to the limits; an
+    /// expiry at or before `now` removes the key instead.
     @inlinable
-    func store(_ stored: Stored, forKey key: Key, expiry: Double, now: Double) {
-        let valueCost = max(0, cost(stored.value))
+    func store(_ value: Value, attributes: StoredAttributes?, forKey key: Key, expiry: Double, now: Double) {
+        let valueCost = max(0, cost(value))
         let limits = configuration
         state.withLock { state in
-            Self.insert(stored, cost: valueCost, forKey: key, expiry: expiry, now: now, limits: limits, into: &state)
+            Self.insert(value, attributes: attributes, cost: valueCost, forKey: key, expiry: expiry, now: now, limits: limits, into: &state)
         }
     }
 
     @inlinable
-    static func insert(_ stored: Stored, cost valueCost: Int, forKey key: Key, expiry: Double, now: Double, limits: Configuration, into state: inout State) {
+    static func insert(
+        _ value: Value, attributes: StoredAttributes?, cost valueCost: Int, forKey key: Key, expiry: Double, now: Double,
+        limits: Configuration, into state: inout State
+    ) {
         state.statistics.writes += 1
         if let costLimit = limits.costLimit, valueCost > costLimit {
-            if state.entries.removeValue(forKey: key) { state.statistics.evictions += 1 }
+            if state.remove(key) { state.statistics.evictions += 1 }
             return
         }
         if expiry <= now {
-            state.entries.removeValue(forKey: key)
+            state.remove(key)
             return
         }
-        state.entries.setValue(stored, forKey: key, cost: valueCost, expiry: expiry)
-        state.statistics.evictions += Self.evict(&state.entries, toCount: limits.countLimit, toCost: limits.costLimit)
+        state.entries.setValue(value, forKey: key, cost: valueCost, expiry: expiry)
+        if expiry != .infinity { state.mayExpire = true }
+        if let attributes {
+            state.attributes[key] = attributes
+        } else {
+            state.forgetAttributes(of: key)
+        }
+        state.statistics.evictions += state.evict(toCount: limits.countLimit, toCost: limits.costLimit)
     }
 
     /// Removes the value for `key`; removing a missing key is a no-op.
@@ -311,7 +364,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     public func removeValue(forKey key: Key) {
         state.withLock { state in
             state.statistics.removals += 1
-            state.entries.removeValue(forKey: key)
+            state.remove(key)
         }
     }
 
@@ -321,8 +374,11 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         // The old entries are released after the lock is dropped, so other threads do not wait on
         // the deallocation of a large store.
         let dropped = state.withLock { state in
-            defer { state.entries.removeAll() }
-            return state.entries
+            defer {
+                state.entries.removeAll()
+                state.attributes = [:]
+            }
+            return (state.entries, state.attributes)
         }
         withExtendedLifetime(dropped) {}
     }
@@ -333,7 +389,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Complexity: O(1) per evicted entry.
     public func trim(toCost cost: Int) {
         state.withLock { state in
-            state.statistics.evictions += Self.evict(&state.entries, toCount: nil, toCost: max(0, cost))
+            state.statistics.evictions += state.evict(toCount: nil, toCost: max(0, cost))
         }
     }
 
@@ -342,7 +398,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Complexity: O(1) per evicted entry.
     public func trim(toCount count: Int) {
         state.withLock { state in
-            state.statistics.evictions += Self.evict(&state.entries, toCount: max(0, count), toCost: nil)
+            state.statistics.evictions += state.evict(toCount: max(0, count), toCost: nil)
         }
     }
 
@@ -351,7 +407,12 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     public func removeExpired() {
         let now = clock.now().timeIntervalSinceReferenceDate
         state.withLock { state in
-            state.statistics.evictions += state.entries.removeExpired(now: now)
+            var side: [Key: StoredAttributes] = [:]
+            swap(&side, &state.attributes)
+            state.statistics.evictions += state.entries.removeExpired(now: now) { key in
+                if !side.isEmpty { side.removeValue(forKey: key) }
+            }
+            swap(&side, &state.attributes)
         }
     }
 
@@ -408,6 +469,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - entry: The value and its attributes.
     ///   - key: The key to store it under.
     /// - Throws: `StoreError.valueTooLarge` when the metadata is over its limit.
+    @inlinable
     public func setEntry(_ entry: StoreEntry<Value>, forKey key: Key) async throws {
         try writeEntry(entry, forKey: key)
     }
@@ -458,25 +520,9 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
 
     /// What an entry's attributes become in the store: its expiry bounded by the time to live, in
     /// seconds since the reference date (infinity for never).
+    @inlinable
     static func expiry(of attributes: EntryAttributes, writtenAt now: Date, timeToLive: Double?) -> Double {
         attributes.expiry(writtenAt: now, storeTimeToLive: timeToLive)?.timeIntervalSinceReferenceDate ?? .infinity
-    }
-
-    /// The attributes of a stored value with `expiry`.
-    @usableFromInline
-    static func attributes(_ stored: Stored, expiry: Double) -> EntryAttributes {
-        EntryAttributes(
-            expiresAt: expiry == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiry),
-            storedAt: stored.storedAt.isNaN ? nil : Date(timeIntervalSinceReferenceDate: stored.storedAt),
-            metadata: stored.metadata
-        )
-    }
-
-    @inlinable
-    static func evict(_ entries: inout LRUList<Key, Stored>, toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
-        var evicted = 0
-        entries.evict(toCount: countLimit, toCost: costLimit) { _, _ in evicted += 1 }
-        return evicted
     }
 
     private static func defaultCost() -> @Sendable (Value) -> Int {
@@ -493,5 +539,19 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
             return { ($0 as? any CostMeasurable)?.cacheCost ?? 1 }
         }
         return { _ in 1 }
+    }
+}
+
+/// The time stored and metadata of a `MemoryStore` entry written with them, shared by its copies.
+@usableFromInline
+final class StoredAttributes: Sendable {
+    @usableFromInline let storedAt: Date
+    @usableFromInline let metadata: Data
+
+    /// The attributes kept for an entry written at `now` (its own time stored, or `now`).
+    @usableFromInline
+    init(_ attributes: EntryAttributes, writtenAt now: Date) {
+        storedAt = attributes.storedAt ?? now
+        metadata = attributes.metadata
     }
 }

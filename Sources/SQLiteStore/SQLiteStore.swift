@@ -373,15 +373,12 @@ public final class SQLiteStore: Store {
 
     /// `date` in whole milliseconds since 1970, rounded down; clamped to what an `Int64` holds.
     static func milliseconds(_ date: Date) -> Int64 {
-        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
-        guard milliseconds > -9.2e18 else { return .min }
-        guard milliseconds < 9.2e18 else { return .max }
-        return Int64(milliseconds)
+        date.millisecondsSince1970
     }
 
     /// The instant of a row's time, in milliseconds since 1970.
     static func date(_ milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1_000)
+        Date(millisecondsSince1970: milliseconds)
     }
 
     /// The expiry of a write at `now` (milliseconds): the entry's own, bounded by the store's

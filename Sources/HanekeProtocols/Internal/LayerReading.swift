@@ -15,7 +15,7 @@ extension Store {
     ///   - logger: Where a failure is logged.
     /// - Returns: The value, or `nil` on a miss or a failure.
     /// - Throws: `CancellationError` only.
-    @inlinable
+    @inlinable @inline(__always)
     package func readAsLayer(_ key: Key, logger: Logger) async throws -> Value? {
         do {
             return try await value(forKey: key)
@@ -31,6 +31,7 @@ extension Store {
     ///   - logger: Where a failure is logged.
     /// - Returns: The entry, or `nil` on a miss or a failure.
     /// - Throws: `CancellationError` only.
+    @inlinable
     package func readEntryAsLayer(_ key: Key, logger: Logger) async throws -> StoreEntry<Value>? {
         do {
             return try await entry(forKey: key)

@@ -100,13 +100,10 @@ struct Envelope {
 
     /// `date` in whole milliseconds since 1970, rounded down; clamped to what an `Int64` holds.
     static func milliseconds(_ date: Date) -> Int64 {
-        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
-        guard milliseconds > -9.2e18 else { return .min }
-        guard milliseconds < 9.2e18 else { return .max }
-        return Int64(milliseconds)
+        date.millisecondsSince1970
     }
 
     static func date(_ milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1_000)
+        Date(millisecondsSince1970: milliseconds)
     }
 }
