@@ -159,6 +159,8 @@ struct Thumbnail: AsyncParsableCommand {
         let formatName = "thumbnail-\(size)-\(mode.rawValue)-\(format.flatMap(outputFormat)?.name ?? "same")-q\(Int((quality * 100).rounded()))"
         var thumbnails = Format<Image>.resizing(name: formatName, resizer: resizer)
         thumbnails.derivesFromOriginal = false   // the tool keeps the thumbnails, not the originals
+        // The name carries every setting already (the tool's folder layout is `<cache>/<name>`).
+        thumbnails.version = nil
         let cache = Cache<Image>(name: "thumbnail", directory: root, logger: quietLogger)
         cache.addFormat(thumbnails)
 

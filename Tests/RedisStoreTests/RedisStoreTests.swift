@@ -3,6 +3,7 @@ import HanekeProtocols
 import HanekeTesting
 import NIOCore
 @testable import RedisStore
+import MemoryStore
 import Testing
 import TestSupport
 
@@ -14,6 +15,19 @@ struct RedisStoreTests {
         try await StoreConformanceSuite {
             try RedisStore(url: url, keyPrefix: SharedRedis.uniquePrefix("conformance"))
         }.run()
+    }
+
+    /// A memory tier in front of Redis, both on one moving clock: lifetimes, metadata and
+    /// add-if-absent through the chain, Redis deciding the adds.
+    @Test func aMemoryTierInFrontOfRedisConformsWithLifetimes() async throws {
+        let url = try await SharedRedis.url()
+        let clock = TestClock()
+        var suite = StoreConformanceSuite {
+            let configuration = try RedisStore.Configuration(url: url, keyPrefix: SharedRedis.uniquePrefix("conformance-chain"))
+            return MemoryStore<String, Data>(clock: clock).chained(to: RedisStore(configuration: configuration, clock: clock))
+        }
+        suite.clock = clock
+        try await suite.run()
     }
 
     @Test func conformsToStoreWithOneConnectionAndSmallScanBatches() async throws {
