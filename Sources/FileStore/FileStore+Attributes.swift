@@ -171,17 +171,7 @@ extension FileStore {
         try checkWritable(attributes, forKey: key)
         let digest = KeyDigest(key: key)
         for _ in 0..<Self.contendedAttempts {
-            let descriptor: Int32
-            do {
-                guard let opened = try openEntry(digest, path: path(for: digest)) else { return false }
-                descriptor = opened
-            } catch let foreign as ForeignObject {
-                discardForeignObject(of: digest, reason: foreign.reason)
-                return false
-            } catch {
-                counter.recordError()
-                throw Self.ioError("Could not open \(path(for: digest)) for key \(Logger.describe(key))", error)
-            }
+            guard case .opened(let descriptor) = try openEntryForReading(digest, key: key) else { return false }
             defer { POSIX.close(descriptor) }
             let time = now()
             let outcome: EntryFile.Outcome<HeaderRead>

@@ -18,6 +18,31 @@ extension FileStore {
         try blockingRead(forKey: key, withAttributes: true)
     }
 
+    /// What opening an entry file found.
+    enum OpenedEntry {
+        /// The file, open for reading.
+        case opened(Int32)
+        /// No file.
+        case absent
+        /// Something that is not an entry file (discarded).
+        case foreign
+    }
+
+    /// Opens `key`'s entry file for reading; a foreign object in its place is discarded. A failure
+    /// to open counts as an error and throws `io`.
+    func openEntryForReading(_ digest: KeyDigest, key: String) throws -> OpenedEntry {
+        do {
+            guard let opened = try openEntry(digest, path: path(for: digest)) else { return .absent }
+            return .opened(opened)
+        } catch let foreign as ForeignObject {
+            discardForeignObject(of: digest, reason: foreign.reason)
+            return .foreign
+        } catch {
+            counter.recordError()
+            throw Self.ioError("Could not open \(path(for: digest)) for key \(Logger.describe(key))", error)
+        }
+    }
+
     /// Reads the whole file for `key`: the value, and its attributes when `withAttributes` is set
     /// (empty otherwise). A file that is damaged, expired or holds another key is deleted (if it is
     /// still the file read) and is a miss.
@@ -28,20 +53,16 @@ extension FileStore {
         let root = folder.descriptor
         let sizeHint = state.withLock { $0.entries.peekValue(forKey: digest)?.fileSize }
         let descriptor: Int32
-        do {
-            guard let opened = try openEntry(digest, path: self.path(for: digest)) else {
-                if sizeHint != nil { forgetVanishedFile(of: digest, root: root) }
-                if countingMisses { counter.recordMiss() }
-                return nil
-            }
+        switch try openEntryForReading(digest, key: key) {
+        case .opened(let opened):
             descriptor = opened
-        } catch let foreign as ForeignObject {
-            discardForeignObject(of: digest, reason: foreign.reason)
+        case .absent:
+            if sizeHint != nil { forgetVanishedFile(of: digest, root: root) }
             if countingMisses { counter.recordMiss() }
             return nil
-        } catch {
-            counter.recordError()
-            throw Self.ioError("Could not open \(self.path(for: digest)) for key \(Logger.describe(key))", error)
+        case .foreign:
+            if countingMisses { counter.recordMiss() }
+            return nil
         }
         defer { POSIX.close(descriptor) }
 
@@ -92,17 +113,7 @@ extension FileStore {
     /// the recency order; a damaged or expired file found is deleted as a read deletes it.
     package func blockingAttributes(forKey key: String) throws -> EntryAttributes? {
         let digest = KeyDigest(key: key)
-        let descriptor: Int32
-        do {
-            guard let opened = try openEntry(digest, path: self.path(for: digest)) else { return nil }
-            descriptor = opened
-        } catch let foreign as ForeignObject {
-            discardForeignObject(of: digest, reason: foreign.reason)
-            return nil
-        } catch {
-            counter.recordError()
-            throw Self.ioError("Could not open \(self.path(for: digest)) for key \(Logger.describe(key))", error)
-        }
+        guard case .opened(let descriptor) = try openEntryForReading(digest, key: key) else { return nil }
         defer { POSIX.close(descriptor) }
 
         let time = now()

@@ -84,21 +84,6 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Whether an unexpired entry exists, without changing the order.
-    /// The value for `key`, made the most recently used; `nil` when there is none or it has expired
-    /// at `now()` (then it is removed and `expired` set). The clock is read only for an entry that
-    /// expires.
-    @inlinable
-    package mutating func value(forKey key: Key, now: () -> Double, expired: inout Bool) -> Value? {
-        guard let entry = entries[key] else { return nil }
-        if entry.expiry != .infinity, entry.expiry <= now() {
-            removeEntry(key)
-            expired = true
-            return nil
-        }
-        moveToHead(entry.slot)
-        return entry.value
-    }
-
     /// Removes every entry expired at `now`, telling `removed` each key; how many.
     @inlinable
     package mutating func removeExpired(now: Double, _ removed: (Key) -> Void) -> Int {
@@ -223,22 +208,6 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     package func peekValue(forKey key: Key) -> Value? {
         entries[key]?.value
-    }
-
-    /// Removes every entry whose expiry is at or before `now`; returns how many.
-    @inlinable
-    package mutating func removeExpired(now: Double) -> Int {
-        var removed = 0
-        var slot = head
-        while slot != Self.none {
-            let next = links[Int(slot)].next
-            if let key = keys[Int(slot)], let entry = entries[key], entry.expiry <= now {
-                removeEntry(key)
-                removed += 1
-            }
-            slot = next
-        }
-        return removed
     }
 
     /// Removes everything and releases the storage.
