@@ -77,9 +77,6 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
         coder.recordWrite(uncompressed: value.count, compressed: frame.count)
     }
 
-    /// Removes `key` from `base`.
-    /// - Parameter key: The key to remove.
-    /// - Throws: What `base` throws.
     /// Reads the frame's entry from `base` and decompresses it where `base` runs transforms.
     /// - Parameters:
     ///   - key: The key to look up.
@@ -137,6 +134,9 @@ public struct CompressedStore<Base: Store>: Store where Base.Value == Data {
         return try result.map { [coder] frame in try coder.decode(frame, key: key) }
     }
 
+    /// Removes `key` from `base`.
+    /// - Parameter key: The key to remove.
+    /// - Throws: What `base` throws.
     public func removeValue(forKey key: Key) async throws {
         try await base.removeValue(forKey: key)
     }

@@ -55,13 +55,13 @@ extension RedisStore {
 
     /// Stores `entry` for `key` with its own expiry (bounded by ``Configuration/timeToLive``) and
     /// metadata, replacing any previous value: `SET` with `PX` of the time left on the store's
-    /// ``clock``. An entry without ``HanekeProtocols/EntryAttributes/storedAt`` is stamped now;
+    /// ``clock``. An entry without `EntryAttributes.storedAt` is stamped now;
     /// one whose expiry has passed already is not stored, and the key is removed (`UNLINK`).
     /// - Parameters:
     ///   - entry: The value and its attributes.
     ///   - key: The key.
     /// - Throws: `StoreError` with code `valueTooLarge` for metadata over
-    ///   ``HanekeProtocols/EntryAttributes/metadataLimit`` or an entry over 512 MiB; otherwise as
+    ///   `EntryAttributes.metadataLimit` or an entry over 512 MiB; otherwise as
     ///   ``setValue(_:forKey:)``.
     /// - Performs network I/O: one round trip (`SET` or `UNLINK`).
     public func setEntry(_ entry: StoreEntry<Data>, forKey key: String) async throws {
