@@ -399,7 +399,12 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
             throw error
         }
-        if readsAttributes { ages.withLock { _ = $0.servingStale.remove(key) } }
+        if readsAttributes {
+            ages.withLock { ages in
+                ages.servingStale.remove(key)
+                ages.notBefore[key] = nil
+            }
+        }
         guard !Task.isCancelled else { return fetched.value }
         // A value set or removed meanwhile wins over the fetched one.
         await writes.ifUnchanged(key, since: keyMark) {
