@@ -67,8 +67,9 @@ struct RedisStoreEntryTests {
         try await store.setValue(Data("b".utf8), forKey: "long", expiresAt: Self.start + 1_000)
         try await store.setValue(Data("c".utf8), forKey: "plain")
         let short = try await timeLeft("short", in: store)
-        // Redis counts down in real time meanwhile: bounds with room for a loaded machine.
-        #expect(short > 5_000 && short <= 9_500, "\(short)")
+        // Redis counts down in real time meanwhile, so only the bound is exact: at most the 9.5 s
+        // left on the store's clock, and not yet gone (a loaded machine may take seconds here).
+        #expect(short > 0 && short <= 9_500, "\(short)")
         for key in ["long", "plain"] {
             let left = try await timeLeft(key, in: store)
             #expect(left > 60_000 && left <= 100_000, "\(key): \(left)")
