@@ -14,7 +14,7 @@ PREFIX ?= /usr/local
 # The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make) as baselines.
 BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
-BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv
+BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv nginx-light wrk
 
 .PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
@@ -74,10 +74,10 @@ docs: build-deps
 
 # Benchmarks: a separate package (Benchmarks/), built in release mode. `make bench` prints the
 # table and writes bench-results.json; `make bench-smoke` runs every benchmark a few iterations.
-bench: bench-deps
+bench: bench-deps release
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --json ../bench-results.json
 
-bench-smoke: bench-deps
+bench-smoke: bench-deps release
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --smoke --json .build/bench-smoke.json
 
 # Reliability: the stress suite under ThreadSanitizer, and libFuzzer targets (Fuzz/) run for

@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "CompressedStore", targets: ["CompressedStore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "Formats", targets: ["Formats"]),
+        .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
         .library(name: "RedisStore", targets: ["RedisStore"]),
         .library(name: "Images", targets: ["Images"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
@@ -88,6 +89,21 @@ let package = Package(
         // MARK: - Values
 
         .target(name: "Formats", dependencies: ["HanekeProtocols"]),
+        // RFC 9111 and RFC 5861 as decisions, and responses kept in any store by them; nothing
+        // from Foundation's networking.
+        .target(name: "HTTPCaching", dependencies: ["HanekeProtocols"]),
+        // `haneke proxy`: a caching reverse proxy on SwiftNIO's HTTP/1 codec. Only the tool and
+        // the tests depend on it, so an app that uses Haneke builds none of it.
+        .target(
+            name: "HanekeProxy",
+            dependencies: [
+                "HTTPCaching", "HanekeProtocols",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         // MARK: - Images
 
@@ -141,7 +157,8 @@ let package = Package(
             // SeededRandom: the demo's documents are the same on every run. Images: `haneke
             // thumbnail` (so the tool links libvips).
             dependencies: [
-                "Haneke", "Images", "SeededRandom", "LoopbackHTTPServer",
+                "Haneke", "Images", "SeededRandom", "LoopbackHTTPServer", "HTTPCaching", "HanekeProxy",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -245,6 +262,14 @@ let package = Package(
             dependencies: [
                 "Images", "Haneke", "HanekeProtocols", "HanekeTesting", "MemoryStore", "LoopbackHTTPServer", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "HTTPCachingTests", dependencies: ["HTTPCaching", "HanekeProtocols", "HanekeTesting", "MemoryStore", "TestSupport"]),
+        .testTarget(
+            name: "HanekeProxyTests",
+            dependencies: [
+                "HanekeProxy", "HTTPCaching", "HanekeProtocols", "HanekeTesting", "MemoryStore", "LoopbackHTTPServer", "TestSupport",
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore", "TestSupport"]),

@@ -14,6 +14,8 @@ public final class LoopbackHTTPServer: Sendable {
         public var method: String
         /// The path and query, e.g. `/documents/42?format=json`.
         public var uri: String
+        /// The header fields, in order.
+        public var headers: [(String, String)] = []
     }
 
     /// A response to send.
@@ -148,7 +150,7 @@ public final class LoopbackHTTPServer: Sendable {
                 case .end:
                     guard let requestHead = head else { return }
                     received.add(1, ordering: .relaxed)
-                    let response = await handler(Request(method: requestHead.method.rawValue, uri: requestHead.uri))
+                    let response = await handler(Request(method: requestHead.method.rawValue, uri: requestHead.uri, headers: requestHead.headers.map { ($0.name, $0.value) }))
                     served.add(1, ordering: .relaxed)
                     let path = String(requestHead.uri.split(separator: "?", maxSplits: 1).first ?? "")
                     byPath.withLock { $0[path, default: 0] += 1 }

@@ -48,6 +48,6 @@ struct HanekeCommand: AsyncParsableCommand {
         completion scripts.
         """ + ExitStatus.help,
         version: HanekeVersion.string,
-        subcommands: [Demo.self, Thumbnail.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self]
+        subcommands: [Demo.self, Thumbnail.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self, Proxy.self]
     )
 }

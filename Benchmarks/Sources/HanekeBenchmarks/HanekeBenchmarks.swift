@@ -31,6 +31,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["9"], PeerBenchmarks.run),
             (["10"], SharedFolderBenchmarks.run),
             (["11"], RefreshBenchmarks.run),
+            (["12"], ProxyBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {

@@ -1,0 +1,234 @@
+import Foundation
+import HanekeProtocols
+
+/// Workload 12: the hit path of `haneke proxy` against Debian's nginx with `proxy_cache`, in the
+/// same run, both on loopback in front of one origin (nginx serving two files with
+/// `Cache-Control: max-age=3600`), measured by wrk: cached 4 KiB and 64 KiB responses over 1 and 64
+/// connections, rounds alternating between the two proxies. Goals: at least 0.8× nginx's
+/// requests per second, and a p99 at most 2× nginx's.
+enum ProxyBenchmarks {
+    static func run(_ scale: Scale) async throws -> [Row] {
+        let nginx = try Tools.require("/usr/sbin/nginx", package: "nginx-light")
+        let wrk = try Tools.require("/usr/bin/wrk", package: "wrk")
+        let haneke = URL(fileURLWithPath: Tools.packageRoot + "/../.build/release/haneke").standardized.path
+        guard FileManager.default.isExecutableFile(atPath: haneke) else {
+            throw Tools.Failure(message: "\(haneke) is missing: `make release` builds it (make bench does)")
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("haneke-bench-proxy-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: scratch + "/www", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        var random = SystemRandomNumberGenerator()
+        for (name, size) in [("4k.bin", 4 << 10), ("64k.bin", 64 << 10)] {
+            try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: scratch + "/www/" + name))
+        }
+        let originPort = try freePort(), nginxPort = try freePort(), hanekePort = try freePort()
+        try nginxConfiguration(scratch: scratch, origin: originPort, cache: nginxPort).write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
+        try await Spawn.run(nginx, ["-p", scratch + "/", "-c", scratch + "/nginx.conf"]).check("nginx")
+        defer { _ = Tools.succeeds([nginx, "-p", scratch + "/", "-c", scratch + "/nginx.conf", "-s", "stop"]) }
+        let proxy = try await HanekeProxyProcess.start(
+            haneke, ["proxy", "--upstream", "http://127.0.0.1:\(originPort)/h", "--listen", "127.0.0.1:\(hanekePort)", "--dir", scratch + "/haneke-cache", "--capacity", "256M"]
+        )
+        defer { proxy.stop() }
+        try await waitForPort(nginxPort)
+
+        let seconds = scale.smoke ? 1 : 5
+        let rounds = scale.smoke ? 1 : 3
+        var rows: [Row] = []
+        for file in ["4k.bin", "64k.bin"] {
+            // Warm both caches: the first request of each misses, and is stored.
+            _ = try await Wrk.run(wrk, url: "http://127.0.0.1:\(nginxPort)/n/\(file)", connections: 1, seconds: 1)
+            _ = try await Wrk.run(wrk, url: "http://127.0.0.1:\(hanekePort)/\(file)", connections: 1, seconds: 1)
+            for connections in [1, 64] {
+                var ours: [Wrk.Result] = [], theirs: [Wrk.Result] = []
+                for _ in 0..<rounds {
+                    theirs.append(try await Wrk.run(wrk, url: "http://127.0.0.1:\(nginxPort)/n/\(file)", connections: connections, seconds: seconds))
+                    ours.append(try await Wrk.run(wrk, url: "http://127.0.0.1:\(hanekePort)/\(file)", connections: connections, seconds: seconds))
+                }
+                let rate = median(ours.map(\.requestsPerSecond)), baselineRate = median(theirs.map(\.requestsPerSecond))
+                let p99 = median(ours.map(\.p99Milliseconds)), baselineP99 = median(theirs.map(\.p99Milliseconds))
+                let variant = "\(file == "4k.bin" ? "4 KiB" : "64 KiB"), \(connections) connection\(connections == 1 ? "" : "s")"
+                let errors = (ours + theirs).reduce(0) { $0 + $1.errors }
+                rows.append(Row(
+                    workload: "12", name: "proxy hit: requests/s", variant: variant,
+                    subject: Figure(label: "haneke proxy", value: rate, unit: "ops/s"),
+                    baseline: Figure(label: "nginx proxy_cache", value: baselineRate, unit: "ops/s"),
+                    ratio: rate / baselineRate, goal: "≥ 0.8× nginx", met: rate >= 0.8 * baselineRate && errors == 0,
+                    note: "wrk, \(seconds) s × \(rounds) rounds each, medians; non-2xx or socket errors: \(errors)"
+                ))
+                rows.append(Row(
+                    workload: "12", name: "proxy hit: p99", variant: variant,
+                    subject: Figure(label: "haneke proxy", value: p99, unit: "ms"),
+                    baseline: Figure(label: "nginx proxy_cache", value: baselineP99, unit: "ms"),
+                    ratio: baselineP99 / p99, goal: "p99 ≤ 2× nginx", met: p99 <= 2 * baselineP99,
+                    note: String(format: "p99 / nginx's = %.2f", p99 / baselineP99)
+                ))
+            }
+        }
+        // Both proxies must have served from their caches: the origin saw each file a few times only.
+        let log = (try? String(contentsOfFile: scratch + "/origin.log", encoding: .utf8)) ?? ""
+        let fetched = (nginx: log.components(separatedBy: " /n/").count - 1, haneke: log.components(separatedBy: " /h/").count - 1)
+        for index in rows.indices {
+            rows[index].note = (rows[index].note ?? "") + "; origin requests: nginx \(fetched.nginx), haneke \(fetched.haneke)"
+            if fetched.haneke > 4 || fetched.nginx > 4 { rows[index].met = false }
+        }
+        return rows
+    }
+
+    static func nginxConfiguration(scratch: String, origin: Int, cache: Int) -> String {
+        """
+        \(geteuid() == 0 ? "user root;" : "")
+        worker_processes auto;
+        pid \(scratch)/nginx.pid;
+        error_log \(scratch)/error.log;
+        events { worker_connections 4096; }
+        http {
+            sendfile on;
+            tcp_nopush on;
+            tcp_nodelay on;
+            access_log off;
+            client_body_temp_path \(scratch)/client_body;
+            proxy_temp_path \(scratch)/proxy_temp;
+            fastcgi_temp_path \(scratch)/fastcgi;
+            uwsgi_temp_path \(scratch)/uwsgi;
+            scgi_temp_path \(scratch)/scgi;
+            proxy_cache_path \(scratch)/nginx-cache levels=1:2 keys_zone=bench:16m max_size=256m inactive=600m;
+            upstream origin { server 127.0.0.1:\(origin); keepalive 64; }
+            server {
+                listen 127.0.0.1:\(origin);
+                access_log \(scratch)/origin.log;
+                location /n/ { alias \(scratch)/www/; add_header Cache-Control "max-age=3600"; }
+                location /h/ { alias \(scratch)/www/; add_header Cache-Control "max-age=3600"; }
+            }
+            server {
+                listen 127.0.0.1:\(cache);
+                location / {
+                    proxy_pass http://origin;
+                    proxy_cache bench;
+                    proxy_http_version 1.1;
+                    proxy_set_header Connection "";
+                }
+            }
+        }
+        """
+    }
+
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Tools.Failure(message: "socket() failed") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw Tools.Failure(message: "no free port on 127.0.0.1") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits (up to 10 s) until something accepts connections on `port`.
+    static func waitForPort(_ port: Int) async throws {
+        for _ in 0..<200 {
+            let accepted = try await IOExecutor.shared.run { () -> Bool in
+                let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                defer { close(socket) }
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                address.sin_port = UInt16(port).bigEndian
+                return withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+                }
+            }
+            if accepted { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Tools.Failure(message: "nothing listens on 127.0.0.1:\(port)")
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+    }
+}
+
+/// `haneke proxy` in a child process, ready once it printed its line.
+final class HanekeProxyProcess: Sendable {
+    private let process: Process
+
+    private init(process: Process) { self.process = process }
+
+    static func start(_ program: String, _ arguments: [String]) async throws -> HanekeProxyProcess {
+        try await IOExecutor.shared.run {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // The first line says it listens (or nothing arrives: it failed).
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let piece = output.fileHandleForReading.availableData
+                if piece.isEmpty { throw Tools.Failure(message: "haneke proxy ended before it listened") }
+                line.append(piece)
+            }
+            return HanekeProxyProcess(process: process)
+        }
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// wrk, run in a child process, and what it printed.
+enum Wrk {
+    struct Result: Sendable {
+        var requestsPerSecond: Double
+        var p99Milliseconds: Double
+        var errors: Int
+    }
+
+    static func run(_ wrk: String, url: String, connections: Int, seconds: Int) async throws -> Result {
+        let text = try await IOExecutor.shared.run { () -> String in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: wrk)
+            process.arguments = ["-t", String(min(2, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency", url]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        return try parse(text, url: url)
+    }
+
+    static func parse(_ text: String, url: String) throws -> Result {
+        var rate: Double?, p99: Double?, errors = 0
+        for line in text.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            if line.hasPrefix("Requests/sec:"), let value = words.last.flatMap({ Double($0) }) { rate = value }
+            if words.first == "99%", let value = words.last { p99 = milliseconds(String(value)) }
+            if line.contains("Non-2xx or 3xx responses:"), let value = words.last.flatMap({ Int($0) }) { errors += value }
+            if line.contains("Socket errors:") {
+                errors += line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }.reduce(0, +)
+            }
+        }
+        guard let rate, let p99 else { throw Tools.Failure(message: "wrk printed no rate or p99 for \(url):\n\(text)") }
+        return Result(requestsPerSecond: rate, p99Milliseconds: p99, errors: errors)
+    }
+
+    /// `1.23ms`, `456.00us`, `1.02s` in milliseconds.
+    static func milliseconds(_ text: String) -> Double? {
+        for (suffix, scale) in [("us", 0.001), ("ms", 1.0), ("s", 1_000.0)] where text.hasSuffix(suffix) {
+            return Double(text.dropLast(suffix.count)).map { $0 * scale }
+        }
+        return nil
+    }
+}

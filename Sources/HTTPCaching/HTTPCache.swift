@@ -1,0 +1,236 @@
+public import Foundation
+public import HanekeProtocols
+
+/// Keeps HTTP responses in a store by the rules of an ``HTTPCachePolicy``: the policy decides, the
+/// store only stores. Each response's body is an entry's value and its ``StoredHTTPResponse`` (status,
+/// fields, times, secondary key) the entry's metadata, so any store of the package, a memory → disk
+/// chain included, can hold an HTTP cache.
+///
+/// Responses are keyed by their request's URI. A response with `Vary` is kept under a key of its own
+/// variant, one per combination of the varied request fields, and the URI's entry then holds the
+/// list of varied fields. Invalidating a URI removes that list with a new generation, so no older
+/// variant is ever found again.
+///
+/// An entry expires in the store once it can no longer be used: when its freshness has run out,
+/// plus its `stale-while-revalidate` and `stale-if-error` windows, plus ``validationRetention`` if
+/// it has a validator to revalidate with or may be served stale while the origin cannot be reached.
+///
+/// ```swift
+/// let cache = HTTPCache(storage: MemoryStore<String, Data>(), policy: HTTPCachePolicy(kind: .shared))
+/// ```
+public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, Storage.Value == Data {
+    /// A stored response found for a request, and what it may do for it.
+    public struct Hit: Sendable {
+        /// The key of the entry that holds it.
+        public var key: String
+        /// The stored response.
+        public var stored: StoredHTTPResponse
+        /// Its body.
+        public var body: Data
+        /// What it may do for the request it was found for.
+        public var reuse: HTTPCachePolicy.Reuse
+    }
+
+    /// The store that keeps the responses.
+    public let storage: Storage
+    /// The rules.
+    public let policy: HTTPCachePolicy
+    /// The clock that decides ages.
+    public let clock: any StoreClock
+    /// `1 day` by default: how long a stale response is kept past its freshness and stale windows
+    /// when it has a validator (`ETag` or `Last-Modified`) to be revalidated with, or may be served
+    /// while the origin cannot be reached (``HTTPCachePolicy/mayServeStaleWhenDisconnected(_:)``).
+    public var validationRetention: Duration
+
+    /// Creates an HTTP cache over a store.
+    /// - Parameters:
+    ///   - storage: The store that keeps the responses (body as value, record as metadata).
+    ///   - policy: The rules; a private cache's by default.
+    ///   - clock: The clock that decides ages; the system's by default.
+    ///   - validationRetention: How long a stale response is kept to be revalidated or served
+    ///     while the origin cannot be reached; `1 day` by default.
+    public init(storage: Storage, policy: HTTPCachePolicy = HTTPCachePolicy(), clock: any StoreClock = SystemClock(), validationRetention: Duration = .seconds(86_400)) {
+        self.storage = storage
+        self.policy = policy
+        self.clock = clock
+        self.validationRetention = validationRetention
+    }
+
+    // MARK: - Reading
+
+    /// The stored response that may answer `request`, and what it may do: serve fresh, serve stale,
+    /// or be validated first. `nil` when nothing is stored for the request's URI and variant.
+    /// Only `GET` and `HEAD` requests are answered from the cache (a `HEAD` by the stored `GET`).
+    /// - Parameter request: The request.
+    /// - Returns: The hit, or `nil`.
+    /// - Throws: The store's errors. A record that does not decode is a miss (and is removed).
+    public func lookup(_ request: HTTPCacheRequest) async throws -> Hit? {
+        guard request.method == "GET" || request.method == "HEAD" else { return nil }
+        guard let entry = try await storage.entry(forKey: request.uri) else { return nil }
+        var key = request.uri
+        var found = entry
+        if let index = VariantIndex(decoding: entry.metadata) {
+            key = index.key(for: request)
+            guard let variant = try await storage.entry(forKey: key) else { return nil }
+            found = variant
+        }
+        guard let stored = try? StoredHTTPResponse(decoding: found.metadata) else {
+            try await storage.removeValue(forKey: key)
+            return nil
+        }
+        return Hit(key: key, stored: stored, body: found.value, reuse: policy.reuse(of: stored, for: request, at: clock.now()))
+    }
+
+    // MARK: - Writing
+
+    /// Stores `response` for `request` if the policy allows, replacing what was stored for its URI
+    /// and variant.
+    /// - Parameters:
+    ///   - response: The response, with its whole body.
+    ///   - request: The request it answers.
+    ///   - requestTime: When the request was sent.
+    ///   - responseTime: When the response arrived.
+    /// - Returns: The record stored, or `nil` when the policy refused the response or it could
+    ///   never be used (no freshness, no stale window, no validator).
+    /// - Throws: The store's errors.
+    @discardableResult
+    public func store(_ response: HTTPResponse, for request: HTTPCacheRequest, requestTime: Date, responseTime: Date) async throws -> StoredHTTPResponse? {
+        guard case .store = policy.storability(of: response, for: request) else { return nil }
+        let stored = policy.storedResponse(response, for: request, requestTime: requestTime, responseTime: responseTime)
+        guard let expiry = expiry(of: stored) else {
+            try await remove(request.uri)
+            return nil
+        }
+        let metadata: Data
+        do {
+            metadata = try stored.encoded()
+        } catch {
+            return nil   // fields too large to keep: served, not stored
+        }
+        let names = stored.headers.listMembers(for: "Vary").map { $0.lowercased() }
+        guard !names.isEmpty else {
+            try await storage.setEntry(StoreEntry(value: response.body, expiresAt: expiry, metadata: metadata), forKey: request.uri)
+            return stored
+        }
+        // One entry per variant, found through the URI's index of varied fields.
+        var index = VariantIndex(names: names, generation: UInt64.random(in: 0...UInt64.max), expiresAt: expiry)
+        if let existing = try await storage.entry(forKey: request.uri), let current = VariantIndex(decoding: existing.metadata),
+           current.names == names {
+            index.generation = current.generation
+            index.expiresAt = max(current.expiresAt, expiry)
+        }
+        try await storage.setEntry(StoreEntry(value: response.body, expiresAt: expiry, metadata: metadata), forKey: index.key(for: request))
+        try await storage.setEntry(StoreEntry(value: Data(), expiresAt: index.expiresAt, metadata: index.encoded()), forKey: request.uri)
+        return stored
+    }
+
+    /// Applies a `304 Not Modified` to a hit that was validated: its fields update the stored
+    /// response (RFC 9111 §3.2), whose age starts again, and the record is written back without
+    /// its body.
+    /// - Parameters:
+    ///   - hit: The hit that was validated.
+    ///   - notModified: The 304's fields.
+    ///   - requestTime: When the validation request was sent.
+    ///   - responseTime: When the 304 arrived.
+    /// - Returns: The updated record, or `nil` when the 304 does not match the stored response
+    ///   (another validator): the caller should then fetch the response again, unconditionally.
+    /// - Throws: The store's errors.
+    public func update(_ hit: Hit, with notModified: HTTPHeaderFields, requestTime: Date, responseTime: Date) async throws -> StoredHTTPResponse? {
+        guard policy.notModified(notModified, matches: hit.stored) else { return nil }
+        let updated = policy.updating(hit.stored, with: notModified, requestTime: requestTime, responseTime: responseTime)
+        guard let expiry = expiry(of: updated), let metadata = try? updated.encoded() else {
+            try await storage.removeValue(forKey: hit.key)
+            return updated
+        }
+        let attributes = EntryAttributes(expiresAt: expiry, storedAt: responseTime, metadata: metadata)
+        if try await !storage.setAttributes(attributes, forKey: hit.key) {
+            // Evicted meanwhile: keep it again, whole.
+            try await storage.setEntry(StoreEntry(value: hit.body, attributes: attributes), forKey: hit.key)
+        }
+        return updated
+    }
+
+    /// Removes what an unsafe request's successful response invalidates (RFC 9111 §4.4): its URI
+    /// and the same-origin `Location` and `Content-Location`, every variant included.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - status: The response's status.
+    ///   - headers: The response's fields.
+    /// - Throws: The store's errors.
+    public func invalidate(after request: HTTPCacheRequest, status: Int, headers: HTTPHeaderFields) async throws {
+        for uri in policy.invalidatedURIs(request: request, status: status, headers: headers) {
+            try await remove(uri)
+        }
+    }
+
+    /// Removes every response stored for `uri` (its variants become unreachable, and expire).
+    /// - Parameter uri: An absolute URI.
+    /// - Throws: The store's errors.
+    public func remove(_ uri: String) async throws {
+        try await storage.removeValue(forKey: uri)
+    }
+
+    /// When the entry of `stored` stops being useful; `nil` when it already has.
+    private func expiry(of stored: StoredHTTPResponse) -> Date? {
+        let directives = policy.responseDirectives(stored.headers)
+        var usable = policy.freshnessLeftOnArrival(of: stored)
+        usable += Double(max(directives.staleWhileRevalidate ?? 0, directives.staleIfError ?? 0))
+        // Kept to be revalidated, or to be served when the origin cannot be reached.
+        if stored.headers.contains("ETag") || stored.headers.contains("Last-Modified") || policy.mayServeStaleWhenDisconnected(stored) {
+            usable += validationRetention.seconds
+        }
+        guard usable > 0 else { return nil }
+        return stored.responseTime.addingTimeInterval(usable)
+    }
+}
+
+/// The entry kept under a URI whose responses vary: the lower-cased names of the fields they vary
+/// on, and a generation that the keys of its variants include.
+struct VariantIndex: Hashable {
+    var names: [String]
+    var generation: UInt64
+    var expiresAt: Date
+
+    init(names: [String], generation: UInt64, expiresAt: Date) {
+        self.names = names
+        self.generation = generation
+        self.expiresAt = expiresAt
+    }
+
+    init?(decoding data: Data) {
+        var reader = ByteReader(data)
+        guard let magic = reader.bytes(4), magic.elementsEqual(Self.magic), reader.byte() == 1,
+              let high = reader.int64(), let expires = reader.int64(), let count = reader.uint16() else { return nil }
+        var names: [String] = []
+        for _ in 0..<count {
+            guard let name = reader.string() else { return nil }
+            names.append(name)
+        }
+        guard reader.isAtEnd else { return nil }
+        self.init(names: names, generation: UInt64(bitPattern: high), expiresAt: Date(millisecondsSince1970: expires))
+    }
+
+    func encoded() -> Data {
+        var writer = ByteWriter()
+        writer.append(Self.magic)
+        writer.append(byte: 1)
+        writer.append(int64: Int64(bitPattern: generation))
+        writer.append(int64: expiresAt.millisecondsSince1970)
+        writer.append(uint16: UInt16(clamping: names.count))
+        for name in names { _ = writer.append(string: name) }
+        return writer.data
+    }
+
+    /// The key of the variant `request` selects: the URI, the generation, and each varied field's
+    /// values as list members (so `a,b` and `a, b` select one variant).
+    func key(for request: HTTPCacheRequest) -> String {
+        var key = request.uri + "\u{0}vary\u{0}" + String(generation, radix: 16)
+        for name in names {
+            let values = request.headers.contains(name) ? request.headers.listMembers(for: name).joined(separator: "\u{2}") : "\u{3}"
+            key += "\u{0}" + name + "\u{1}" + values
+        }
+        return key
+    }
+
+    private static let magic = Data("hnkV".utf8)
+}

@@ -1,0 +1,233 @@
+import Foundation
+import HTTPCaching
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A response from the upstream server, whole.
+struct UpstreamResponse: Sendable {
+    var head: HTTPResponseHead
+    var body: ByteBuffer
+    /// The informational (1xx) responses that came before it.
+    var interim: [HTTPResponseHead]
+}
+
+/// Why an exchange with the upstream failed.
+enum UpstreamFailure: Error, CustomStringConvertible {
+    /// The connection closed before a whole response arrived; `started` when some of it had.
+    case closed(started: Bool)
+    /// The body passed the limit.
+    case tooLarge(limit: Int)
+    /// No whole response within the deadline.
+    case timedOut(Duration)
+    /// The connection could not be made.
+    case unreachable(any Error)
+
+    var description: String {
+        switch self {
+        case .closed(let started): started ? "the upstream closed the connection in the middle of a response" : "the upstream closed the connection before responding"
+        case .tooLarge(let limit): "the upstream's response body passed the limit of \(limit) bytes"
+        case .timedOut(let limit): "the upstream sent no whole response within \(limit)"
+        case .unreachable(let error): "the upstream could not be reached: \(error)"
+        }
+    }
+}
+
+/// HTTP/1.1 to one upstream server over a pool of keep-alive connections, one exchange per
+/// connection at a time. Bodies are collected whole, within a limit.
+///
+/// Concurrency: the pool of idle connections is one `Mutex`; each connection's state is its
+/// `ExchangeHandler`'s, touched only on the connection's event loop.
+final class UpstreamClient: Sendable {
+    let host: String
+    let port: Int
+    /// The `Host` field sent: the upstream's authority.
+    let authority: String
+    private let group: any EventLoopGroup
+    private let maximumBodySize: Int
+    private let timeout: Duration
+    private let maximumIdleConnections: Int
+    private let idle = Mutex<[any Channel]>([])
+
+    init(host: String, port: Int, authority: String, group: any EventLoopGroup, maximumBodySize: Int, timeout: Duration, maximumIdleConnections: Int) {
+        self.host = host
+        self.port = port
+        self.authority = authority
+        self.group = group
+        self.maximumBodySize = maximumBodySize
+        self.timeout = timeout
+        self.maximumIdleConnections = maximumIdleConnections
+    }
+
+    /// Sends a request and returns the upstream's whole response. A request that fails on a
+    /// reused connection before any response arrives (the server closed it while idle) is sent
+    /// once more on a new one, if its method is idempotent.
+    func send(_ head: HTTPRequestHead, body: ByteBuffer?) async throws -> UpstreamResponse {
+        if let channel = takeIdle() {
+            do {
+                return try await exchange(head, body: body, on: channel)
+            } catch UpstreamFailure.closed(started: false) where ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"].contains(head.method.rawValue) {
+                // The idle connection was closed by the server: try a new one.
+            }
+        }
+        return try await exchange(head, body: body, on: try await connect())
+    }
+
+    /// Closes the idle connections.
+    func close() {
+        let channels = idle.withLock { idle in
+            defer { idle.removeAll() }
+            return idle
+        }
+        for channel in channels { channel.close(promise: nil) }
+    }
+
+    private func takeIdle() -> (any Channel)? {
+        idle.withLock { idle in
+            while let channel = idle.popLast() {
+                if channel.isActive { return channel }
+            }
+            return nil
+        }
+    }
+
+    private func putIdle(_ channel: any Channel) {
+        let kept = idle.withLock { idle in
+            guard idle.count < maximumIdleConnections else { return false }
+            idle.append(channel)
+            return true
+        }
+        if !kept { channel.close(promise: nil) }
+    }
+
+    private func connect() async throws -> any Channel {
+        let limit = maximumBodySize
+        do {
+            return try await ClientBootstrap(group: group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(10))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([
+                            HTTPRequestEncoder(),
+                            ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward)),
+                            ExchangeHandler(maximumBodySize: limit),
+                        ])
+                    }
+                }
+                .connect(host: host, port: port)
+                .get()
+        } catch {
+            throw UpstreamFailure.unreachable(error)
+        }
+    }
+
+    private func exchange(_ head: HTTPRequestHead, body: ByteBuffer?, on channel: any Channel) async throws -> UpstreamResponse {
+        let promise = channel.eventLoop.makePromise(of: UpstreamResponse.self)
+        let timeout = self.timeout
+        // Past the deadline the connection closes, which fails the exchange; the flag says why.
+        let timedOut = Atomic<Bool>(false)
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            timedOut.store(true, ordering: .relaxed)
+            channel.close(promise: nil)
+        }
+        channel.writeAndFlush(UpstreamExchange(head: head, body: body, promise: promise), promise: nil)
+        do {
+            let response = try await promise.futureResult.get()
+            timer.cancel()
+            if response.head.isKeepAlive && head.isKeepAlive && channel.isActive {
+                putIdle(channel)
+            } else {
+                channel.close(promise: nil)
+            }
+            return response
+        } catch {
+            timer.cancel()
+            channel.close(promise: nil)
+            if timedOut.load(ordering: .relaxed) { throw UpstreamFailure.timedOut(timeout) }
+            throw error
+        }
+    }
+}
+
+/// A request to send and where its response goes.
+struct UpstreamExchange: Sendable {
+    var head: HTTPRequestHead
+    var body: ByteBuffer?
+    var promise: EventLoopPromise<UpstreamResponse>
+}
+
+/// Sends one exchange's request and collects its response, on the connection's event loop.
+final class ExchangeHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = UpstreamExchange
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let maximumBodySize: Int
+    private var pending: EventLoopPromise<UpstreamResponse>?
+    private var head: HTTPResponseHead?
+    private var interim: [HTTPResponseHead] = []
+    private var body = ByteBuffer()
+
+    init(maximumBodySize: Int) {
+        self.maximumBodySize = maximumBodySize
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let exchange = unwrapOutboundIn(data)
+        guard pending == nil else {
+            exchange.promise.fail(UpstreamFailure.closed(started: false))
+            return
+        }
+        pending = exchange.promise
+        head = nil
+        interim = []
+        body.clear()
+        context.write(wrapOutboundOut(.head(exchange.head)), promise: nil)
+        if let payload = exchange.body, payload.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let received):
+            if (100..<200).contains(received.status.code), received.status.code != 101 {
+                interim.append(received)
+            } else {
+                head = received
+            }
+        case .body(var piece):
+            guard body.readableBytes + piece.readableBytes <= maximumBodySize else {
+                fail(UpstreamFailure.tooLarge(limit: maximumBodySize))
+                context.close(promise: nil)
+                return
+            }
+            body.writeBuffer(&piece)
+        case .end:
+            guard let head, let pending else { return }
+            self.pending = nil
+            self.head = nil
+            pending.succeed(UpstreamResponse(head: head, body: body, interim: interim))
+            body = ByteBuffer()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(UpstreamFailure.closed(started: head != nil))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+        context.close(promise: nil)
+    }
+
+    private func fail(_ error: any Error) {
+        let pending = self.pending
+        self.pending = nil
+        pending?.fail(error)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import HTTPCaching
+@testable import HanekeProxy
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// The proxy's server over real TCP on loopback: keep-alive, Cache-Status, limits.
+struct ProxyServerTests {
+    func withProxyServer(limits: ProxyServer.Limits = ProxyServer.Limits(), _ body: (ProxyFixture, UpstreamClient) async throws -> Void) async throws {
+        try await ProxyFixture.run { fixture in
+            let group = await eventLoops()
+            let proxy = fixture.proxy
+            let server = try await ProxyServer.start(host: "127.0.0.1", port: 0, limits: limits, group: group) { await proxy.respond(to: $0) }
+            try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+                let client = UpstreamClient(
+                    host: "127.0.0.1", port: server.port, authority: "127.0.0.1:\(server.port)", group: group,
+                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 4
+                )
+                defer { client.close() }
+                try await body(fixture, client)
+            }
+        }
+    }
+
+    func get(_ path: String, _ headers: HTTPHeaders = [:]) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
+    }
+
+    @Test func requestsOnOneKeptAliveConnectionAreAnsweredInTurnWithTheirCacheStatus() async throws {
+        try await withProxyServer { fixture, client in
+            fixture.origin.answer(origin(200, [("Cache-Control", "max-age=60")], body: "hello"))
+            let first = try await client.send(get("/a"), body: nil)
+            let second = try await client.send(get("/a"), body: nil)
+            #expect(String(buffer: first.body) == "hello")
+            #expect(first.head.headers["Cache-Status"].first == "haneke; fwd=uri-miss; fwd-status=200; stored")
+            #expect(String(buffer: second.body) == "hello")
+            #expect(second.head.headers["Cache-Status"].first == "haneke; hit; ttl=60")
+            #expect(second.head.headers["Content-Length"].first == "5")
+            #expect(fixture.origin.requests.count == 1)
+        }
+    }
+
+    @Test func tooManyHeaderFieldsAreRefusedWith400() async throws {
+        var limits = ProxyServer.Limits()
+        limits.maximumHeaderCount = 10
+        try await withProxyServer(limits: limits) { fixture, client in
+            let headers = HTTPHeaders((0..<20).map { ("X-Field-\($0)", "1") })
+            let response = try await client.send(get("/a", headers), body: nil)
+            #expect(response.head.status == .badRequest)
+            #expect(fixture.origin.requests.isEmpty)
+        }
+    }
+
+    @Test func aRequestBodyOverTheLimitIsRefusedWith413() async throws {
+        var limits = ProxyServer.Limits()
+        limits.maximumRequestBodySize = 1_000
+        try await withProxyServer(limits: limits) { fixture, client in
+            var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/upload")
+            head.headers.add(name: "Content-Length", value: "5000")
+            let response = try await client.send(head, body: ByteBuffer(repeating: 0x41, count: 5_000))
+            #expect(response.head.status == .payloadTooLarge)
+            #expect(fixture.origin.requests.isEmpty)
+        }
+    }
+}

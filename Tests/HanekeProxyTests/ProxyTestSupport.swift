@@ -1,0 +1,84 @@
+import Foundation
+import HTTPCaching
+@testable import HanekeProxy
+import HanekeTesting
+import LoopbackHTTPServer
+import MemoryStore
+import NIOCore
+import NIOPosix
+import Synchronization
+import TestSupport
+
+/// A real origin on loopback whose answers a test sets, and which records what it was asked.
+final class Origin: Sendable {
+    private let answers = Mutex<[LoopbackHTTPServer.Response]>([])
+    private let received = Mutex<[LoopbackHTTPServer.Request]>([])
+
+    /// Answers with `responses` in turn; the last one repeats.
+    func answer(_ responses: LoopbackHTTPServer.Response...) {
+        answers.withLock { $0 = responses }
+    }
+
+    /// The requests received so far.
+    var requests: [LoopbackHTTPServer.Request] { received.withLock { $0 } }
+
+    fileprivate func respond(to request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Response {
+        received.withLock { $0.append(request) }
+        return answers.withLock { answers in
+            guard let first = answers.first else { return LoopbackHTTPServer.Response(status: 500) }
+            if answers.count > 1 { answers.removeFirst() }
+            return first
+        }
+    }
+}
+
+/// A response with the given fields and body.
+func origin(_ status: Int = 200, _ headers: [(String, String)], body: String = "body") -> LoopbackHTTPServer.Response {
+    LoopbackHTTPServer.Response(status: status, body: Data(body.utf8), headers: headers)
+}
+
+/// NIO's shared event loops, reached from a Dispatch thread (their first use starts threads).
+func eventLoops() async -> MultiThreadedEventLoopGroup {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
+    }
+}
+
+/// A proxy (a shared cache in memory, on a test clock) in front of a real origin.
+struct ProxyFixture: Sendable {
+    let origin: Origin
+    let server: LoopbackHTTPServer
+    let clock: TestClock
+    let proxy: CachingProxy<MemoryStore<String, Data>>
+
+    /// Runs `body` with a new fixture, then shuts the origin down.
+    static func run(kind: HTTPCachePolicy.Kind = .shared, _ body: (ProxyFixture) async throws -> Void) async throws {
+        let origin = Origin()
+        let server = try await LoopbackHTTPServer.start { origin.respond(to: $0) }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            let clock = TestClock()
+            let cache = HTTPCache(storage: MemoryStore<String, Data>(clock: clock), policy: HTTPCachePolicy(kind: kind), clock: clock)
+            let proxy = try CachingProxy(upstream: server.baseURL, cache: cache, group: await eventLoops())
+            let fixture = ProxyFixture(origin: origin, server: server, clock: clock, proxy: proxy)
+            do {
+                try await body(fixture)
+            } catch {
+                await proxy.shutdown()
+                throw error
+            }
+            await proxy.shutdown()
+        }
+    }
+
+    /// Asks the proxy for `target`.
+    func get(_ target: String = "/resource", method: String = "GET", _ headers: [(String, String)] = []) async -> ProxyResponse {
+        await proxy.respond(to: ProxyRequest(method: method, target: target, headers: HTTPHeaderFields(headers)))
+    }
+}
+
+extension ProxyResponse {
+    /// The body as text.
+    var text: String { String(buffer: body) }
+    /// The `Cache-Status` field.
+    var cacheStatus: String? { headers["Cache-Status"] }
+}
