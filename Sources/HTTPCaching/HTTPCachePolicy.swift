@@ -174,7 +174,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     /// - Returns: The lifetime in seconds, at least 0.
     public func freshnessLifetime(of stored: StoredHTTPResponse) -> Double {
         let headers = stored.headers
-        let directives = responseDirectives(headers)
+        let directives = directives(of: stored)
         if kind == .shared, directives.contains("s-maxage") { return Double(directives.sharedMaxAge ?? 0) }
         if directives.contains("max-age") { return Double(directives.maxAge ?? 0) }
         let date = dateValue(of: stored)
@@ -224,7 +224,14 @@ public struct HTTPCachePolicy: Sendable, Hashable {
 
     /// The response's `Date`, or when it arrived if it has none or an invalid one.
     private func dateValue(of stored: StoredHTTPResponse) -> Date {
-        stored.headers["Date"].flatMap(HTTPDate.parse) ?? stored.responseTime
+        stored.parsed.date ?? stored.responseTime
+    }
+
+    /// The directives that govern a stored response in this cache (``responseDirectives(_:)``),
+    /// its `Cache-Control` parsed once.
+    private func directives(of stored: StoredHTTPResponse) -> CacheControl {
+        if kind == .shared, let targeted = CDNCacheControl.directives(of: stored.headers) { return targeted }
+        return stored.parsed.directives
     }
 
     // MARK: - Reuse (RFC 9111 §4)
@@ -260,7 +267,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     ///   background), validate it first, or forward the request as for a miss.
     public func reuse(of stored: StoredHTTPResponse, for request: HTTPCacheRequest, at now: Date) -> Reuse {
         guard variantMatches(stored, request) else { return .unusable }
-        let directives = responseDirectives(stored.headers)
+        let directives = directives(of: stored)
         let requestDirectives = CacheControl(request.headers)
         let age = currentAge(of: stored, at: now)
         let lifetime = freshnessLifetime(of: stored)
@@ -288,7 +295,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     /// - Parameter stored: The stored response.
     /// - Returns: `true` when it may be served.
     public func mayServeStaleWhenDisconnected(_ stored: StoredHTTPResponse) -> Bool {
-        servesStaleWhenDisconnected && !forbidsServingStale(responseDirectives(stored.headers))
+        servesStaleWhenDisconnected && !forbidsServingStale(directives(of: stored))
     }
 
     /// Whether the response's directives forbid serving it stale (RFC 9111 §4.2.4, §5.2.2).

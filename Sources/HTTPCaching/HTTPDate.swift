@@ -13,6 +13,7 @@ public enum HTTPDate {
     /// - Parameter text: The field value.
     /// - Returns: The instant, or `nil` when `text` is not a valid HTTP date.
     public static func parse(_ text: String) -> Date? {
+        if let date = parseFixdate(text) { return date }
         // Exactly one space between parts: "Thu, 18  Aug  2050 …" is not a date (RFC 9110 §5.6.7).
         let words = text.lowercased().split(separator: " ", omittingEmptySubsequences: false)
         guard let first = words.first else { return nil }
@@ -47,6 +48,33 @@ public enum HTTPDate {
               day >= 1, day <= daysIn(month: month, year: year) else { return nil }
         let days = daysSinceEpoch(year: year, month: month + 1, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + min(second, 59)))
+    }
+
+    /// The preferred form, the common case, read from its fixed positions:
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`; `nil` for anything else (the general parser decides).
+    private static func parseFixdate(_ text: String) -> Date? {
+        var text = text
+        return text.withUTF8 { bytes -> Date? in
+            guard bytes.count == 29, bytes[3] == UInt8(ascii: ","), bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
+                  bytes[16] == 0x20, bytes[19] == UInt8(ascii: ":"), bytes[22] == UInt8(ascii: ":"), bytes[25] == 0x20,
+                  bytes[26] | 0x20 == UInt8(ascii: "g"), bytes[27] | 0x20 == UInt8(ascii: "m"), bytes[28] | 0x20 == UInt8(ascii: "t")
+            else { return nil }
+            func digits(_ range: Range<Int>) -> Int? {
+                var value = 0
+                for index in range {
+                    let digit = Int(bytes[index]) - 0x30
+                    guard digit >= 0, digit <= 9 else { return nil }
+                    value = value * 10 + digit
+                }
+                return value
+            }
+            let month = String(decoding: UnsafeBufferPointer(rebasing: bytes[8..<11]), as: UTF8.self).lowercased()
+            guard let m = monthNames.firstIndex(of: month), let day = digits(5..<7), let year = digits(12..<16),
+                  let hour = digits(17..<19), let minute = digits(20..<22), let second = digits(23..<25),
+                  hour < 24, minute < 60, second < 61, day >= 1, day <= daysIn(month: m, year: year) else { return nil }
+            let days = daysSinceEpoch(year: year, month: m + 1, day: day)
+            return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + min(second, 59)))
+        }
     }
 
     /// Writes `date` in the preferred form, `Sun, 06 Nov 1994 08:49:37 GMT`, to the second.

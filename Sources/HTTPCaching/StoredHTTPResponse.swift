@@ -10,7 +10,11 @@ public struct StoredHTTPResponse: Sendable, Hashable {
     public var status: Int
     /// The header fields kept: the response's, without hop-by-hop fields and those its
     /// `Connection` names, with a `Date` added when it had none.
-    public var headers: HTTPHeaderFields
+    public var headers: HTTPHeaderFields {
+        didSet { parsed = Parsed(headers) }
+    }
+    /// What the policy reads of `headers` on every use, parsed once.
+    private(set) var parsed: Parsed
     /// When the request that brought this response was sent (`request_time`).
     public var requestTime: Date
     /// When the response arrived (`response_time`).
@@ -28,6 +32,7 @@ public struct StoredHTTPResponse: Sendable, Hashable {
     public init(status: Int, headers: HTTPHeaderFields, requestTime: Date, responseTime: Date, variantRequestHeaders: HTTPHeaderFields = HTTPHeaderFields()) {
         self.status = status
         self.headers = headers
+        self.parsed = Parsed(headers)
         self.requestTime = requestTime
         self.responseTime = responseTime
         self.variantRequestHeaders = variantRequestHeaders
@@ -68,4 +73,17 @@ public struct StoredHTTPResponse: Sendable, Hashable {
     }
 
     private static let magic = Data("hnkH".utf8)
+}
+
+extension StoredHTTPResponse {
+    /// The `Cache-Control` directives and the `Date` of stored fields.
+    struct Parsed: Sendable, Hashable {
+        var directives: CacheControl
+        var date: Date?
+
+        init(_ headers: HTTPHeaderFields) {
+            directives = CacheControl(headers)
+            date = headers["Date"].flatMap(HTTPDate.parse)
+        }
+    }
 }

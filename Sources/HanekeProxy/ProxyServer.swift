@@ -66,7 +66,7 @@ package final class ProxyServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .bind(to: try SocketAddress(ipAddress: host, port: port)) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withOutboundHeaderValidation: false, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
                 }
             }
@@ -146,11 +146,11 @@ package final class ProxyServer: Sendable {
                     } else if request.version.major == 1, request.version.minor == 0 {
                         headers.replaceOrAdd(name: "Connection", value: "keep-alive")
                     }
-                    try await outbound.write(.head(HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)))
-                    if response.body.readableBytes > 0 {
-                        try await outbound.write(.body(.byteBuffer(response.body)))
-                    }
-                    try await outbound.write(.end(nil))
+                    // One write, one flush: head, body and end together.
+                    var parts: [HTTPServerResponsePart] = [.head(HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers))]
+                    if response.body.readableBytes > 0 { parts.append(.body(.byteBuffer(response.body))) }
+                    parts.append(.end(nil))
+                    try await outbound.write(contentsOf: parts)
                     if !keepAlive { return }
                 }
             }

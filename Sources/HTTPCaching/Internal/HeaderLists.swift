@@ -1,36 +1,38 @@
 /// The comma-separated list syntax of HTTP field values (RFC 9110 §5.6.1), with quoted strings.
 enum HeaderLists {
     /// The members of a list, trimmed, empty members dropped; a comma inside a quoted string (with
-    /// its backslash escapes) does not split.
+    /// its backslash escapes) does not split. Scans the UTF-8 bytes once, slicing the members out.
     static func members(of value: String) -> [String] {
         var members: [String] = []
-        var current = Substring.UnicodeScalarView()
+        let utf8 = value.utf8
+        var start = utf8.startIndex
+        var index = start
         var quoted = false
         var escaped = false
-        for scalar in value.unicodeScalars {
+        while index != utf8.endIndex {
+            let byte = utf8[index]
             if quoted {
                 if escaped {
                     escaped = false
-                } else if scalar == "\\" {
+                } else if byte == UInt8(ascii: "\\") {
                     escaped = true
-                } else if scalar == "\"" {
+                } else if byte == UInt8(ascii: "\"") {
                     quoted = false
                 }
-                current.append(scalar)
-            } else if scalar == "," {
-                appendTrimmed(current, to: &members)
-                current = Substring.UnicodeScalarView()
-            } else {
-                if scalar == "\"" { quoted = true }
-                current.append(scalar)
+            } else if byte == UInt8(ascii: "\"") {
+                quoted = true
+            } else if byte == UInt8(ascii: ",") {
+                appendTrimmed(value[start..<index], to: &members)
+                start = utf8.index(after: index)
             }
+            index = utf8.index(after: index)
         }
-        appendTrimmed(current, to: &members)
+        appendTrimmed(value[start..<utf8.endIndex], to: &members)
         return members
     }
 
-    private static func appendTrimmed(_ scalars: Substring.UnicodeScalarView, to members: inout [String]) {
-        let trimmed = trim(Substring(scalars))
+    private static func appendTrimmed(_ member: Substring, to members: inout [String]) {
+        let trimmed = trim(member)
         if !trimmed.isEmpty { members.append(String(trimmed)) }
     }
 
