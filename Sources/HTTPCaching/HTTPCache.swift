@@ -21,6 +21,8 @@ public import HanekeProtocols
 public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, Storage.Value == Data {
     /// A stored response found for a request, and what it may do for it.
     public struct Hit: Sendable {
+        /// The request's URI: the key of the entry that holds it, or of its variants' index.
+        public var uri: String
         /// The key of the entry that holds it.
         public var key: String
         /// The stored response.
@@ -78,7 +80,7 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
             try await storage.removeValue(forKey: key)
             return nil
         }
-        return Hit(key: key, stored: stored, body: found.value, reuse: policy.reuse(of: stored, for: request, at: clock.now()))
+        return Hit(uri: request.uri, key: key, stored: stored, body: found.value, reuse: policy.reuse(of: stored, for: request, at: clock.now()))
     }
 
     // MARK: - Writing
@@ -146,6 +148,12 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
         if try await !storage.setAttributes(attributes, forKey: hit.key) {
             // Evicted meanwhile: keep it again, whole.
             try await storage.setEntry(StoreEntry(value: hit.body, attributes: attributes), forKey: hit.key)
+        }
+        // A variant's index must last as long as the variant does.
+        if hit.key != hit.uri, let entry = try await storage.entry(forKey: hit.uri), var index = VariantIndex(decoding: entry.metadata),
+           index.expiresAt < expiry {
+            index.expiresAt = expiry
+            _ = try await storage.setAttributes(EntryAttributes(expiresAt: expiry, storedAt: responseTime, metadata: index.encoded()), forKey: hit.uri)
         }
         return updated
     }

@@ -347,12 +347,14 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         if let lastModified = notModified["Last-Modified"] {
             return stored.headers["Last-Modified"] == lastModified
         }
-        return true
+        // Without a validator it answers only for a stored response that has none either.
+        return !stored.headers.contains("ETag") && !stored.headers.contains("Last-Modified")
     }
 
     /// `stored` updated by a `304` (RFC 9111 §3.2): each field the 304 carries replaces the stored
     /// fields of its name, except hop-by-hop fields and `Content-Length`; the exchange's times
-    /// become the stored response's, so its age starts again.
+    /// become the stored response's, and a stored `Age` the 304 does not repeat is dropped, so its
+    /// age starts again.
     /// - Parameters:
     ///   - stored: The stored response.
     ///   - notModified: The 304's header fields.
@@ -369,6 +371,8 @@ public struct HTTPCachePolicy: Sendable, Hashable {
             updated.headers.add(name: field.name, value: field.value)
         }
         if !fields.contains("Date") { updated.headers.replaceOrAdd(name: "Date", value: HTTPDate.format(responseTime)) }
+        // The stored Age was the first response's; the 304's own age (none: 0) starts again.
+        if !fields.contains("Age") { updated.headers.remove(name: "Age") }
         updated.requestTime = requestTime
         updated.responseTime = responseTime
         return updated
@@ -377,13 +381,14 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     /// Whether a request's own conditions hold for `stored`, so that the cache answers `304 Not
     /// Modified` itself (RFC 9110 §13.2.2, RFC 9111 §4.3.2): `If-None-Match` (weak comparison, or
     /// `*`) when present, else `If-Modified-Since` against its `Last-Modified`. Only for `GET` and
-    /// `HEAD`.
+    /// `HEAD`, and only for a stored 2xx response.
     /// - Parameters:
     ///   - request: The request.
     ///   - stored: The stored response that would answer it.
     /// - Returns: `true` when the answer is `304`.
     public func requestIsNotModified(_ request: HTTPCacheRequest, by stored: StoredHTTPResponse) -> Bool {
-        guard request.method == "GET" || request.method == "HEAD" else { return false }
+        // Preconditions hold only for what would be a 2xx (RFC 9110 §13.2.1).
+        guard request.method == "GET" || request.method == "HEAD", (200..<300).contains(stored.status) else { return false }
         let tags = request.headers.listMembers(for: "If-None-Match")
         if !tags.isEmpty {
             guard let storedTag = stored.headers["ETag"] else { return false }

@@ -46,7 +46,13 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     private let logger: Logger
     /// The entries being revalidated in the background.
     private let revalidating = Mutex<Set<String>>([])
-    private let backgroundTasks = Mutex<[Int: Task<Void, Never>]>([:])
+    private let background = Mutex(Background())
+
+    /// The background revalidations running, and those that ended before they were recorded.
+    private struct Background {
+        var tasks: [Int: Task<Void, Never>] = [:]
+        var endedEarly: Set<Int> = []
+    }
     private let nextTask = Atomic<Int>(0)
 
     /// Creates a proxy in front of `upstream`.
@@ -82,7 +88,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     /// Waits for the background revalidations started so far.
     package func waitForRevalidations() async {
         while true {
-            let tasks = backgroundTasks.withLock { Array($0.values) }
+            let tasks = background.withLock { Array($0.tasks.values) }
             if tasks.isEmpty { return }
             for task in tasks { await task.value }
         }
@@ -140,7 +146,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
             return ProxyResponse(status: 304, headers: notModified, body: ByteBuffer(), interim: [])
         }
         headers.add(name: "Cache-Status", value: status.value)
-        if request.method == "GET", stored.status == 200, let range = request.headers["Range"],
+        if request.method == "GET", stored.status == 200, let range = request.headers["Range"], Self.ifRangeHolds(request, for: stored),
            let (lower, upper) = ByteRanges.single(range, length: body.count) {
             headers.remove(name: "Content-Length")
             headers.replaceOrAdd(name: "Content-Range", value: "bytes \(lower)-\(upper)/\(body.count)")
@@ -152,12 +158,21 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         return ProxyResponse(status: stored.status, headers: headers, body: sent, interim: [])
     }
 
+    /// Whether a request's `If-Range` (if any) names the stored response: its strong entity tag, or
+    /// its `Last-Modified` exactly (RFC 9110 §13.1.5). Otherwise the whole response is sent.
+    static func ifRangeHolds(_ request: HTTPCacheRequest, for stored: StoredHTTPResponse) -> Bool {
+        guard let condition = request.headers["If-Range"]?.trimmingCharacters(in: .whitespaces) else { return true }
+        if condition.hasPrefix("\"") { return stored.headers["ETag"] == condition }
+        if condition.hasPrefix("W/") { return false }
+        return stored.headers["Last-Modified"] == condition
+    }
+
     /// Revalidates a stale hit with a conditional request, then serves what it gives.
     private func validate(_ hit: HTTPCache<Storage>.Hit, _ request: ProxyRequest, _ cacheRequest: HTTPCacheRequest, servableOnError: Bool) async -> ProxyResponse {
         var conditional = request
         conditional.method = "GET"
         conditional.body = nil
-        conditional.headers.removeAll { ConditionalFields.names.contains($0.lowercased()) }
+        conditional.headers.removeAll { ConditionalFields.names.contains($0.lowercased()) || ConditionalFields.bodyFraming.contains($0.lowercased()) }
         for field in cache.policy.validators(of: hit.stored) ?? HTTPHeaderFields() {
             conditional.headers.add(name: field.name, value: field.value)
         }
@@ -191,7 +206,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         if servableOnError, [500, 502, 503, 504].contains(status) {
             return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: "stale-if-error"))
         }
-        return await finish(response, for: request, cacheRequest, requestTime: requestTime, responseTime: responseTime, status: CacheStatus(forward: "stale", forwardStatus: status))
+        return await finish(response, for: conditional, clientMethod: request.method, cacheRequest, requestTime: requestTime, responseTime: responseTime, status: CacheStatus(forward: "stale", forwardStatus: status))
     }
 
     /// Revalidates a hit in the background, unless that entry already is being revalidated.
@@ -201,13 +216,17 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         var plain = request
         plain.method = "GET"
         plain.headers.remove(name: "Range")
+        plain.headers.remove(name: "If-Range")
         let task = Task {
             _ = await self.validate(hit, plain, HTTPCacheRequest(uri: cacheRequest.uri, headers: plain.headers), servableOnError: false)
             self.revalidating.withLock { _ = $0.remove(hit.key) }
-            self.backgroundTasks.withLock { _ = $0.removeValue(forKey: id) }
+            self.background.withLock { background in
+                // It may end before it was recorded: then it is never recorded.
+                if background.tasks.removeValue(forKey: id) == nil { background.endedEarly.insert(id) }
+            }
         }
-        backgroundTasks.withLock { tasks in
-            if !task.isCancelled { tasks[id] = task }
+        background.withLock { background in
+            if background.endedEarly.remove(id) == nil { background.tasks[id] = task }
         }
     }
 
@@ -222,13 +241,13 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         }
         var status = status
         status.forwardStatus = Int(response.head.status.code)
-        return await finish(response, for: request, cacheRequest, requestTime: requestTime, responseTime: cache.clock.now(), status: status)
+        return await finish(response, for: request, clientMethod: request.method, cacheRequest, requestTime: requestTime, responseTime: cache.clock.now(), status: status)
     }
 
     /// Stores an upstream response if it may be, invalidates what an unsafe request changed, and
     /// makes the response to send.
     private func finish(
-        _ response: UpstreamResponse, for request: ProxyRequest, _ cacheRequest: HTTPCacheRequest,
+        _ response: UpstreamResponse, for request: ProxyRequest, clientMethod: String, _ cacheRequest: HTTPCacheRequest,
         requestTime: Date, responseTime: Date, status: CacheStatus
     ) async -> ProxyResponse {
         var status = status
@@ -237,7 +256,9 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         let body = Data(response.body.readableBytesView)
         do {
             if request.method == "GET" {
-                let stored = try await cache.store(HTTPResponse(status: code, headers: fields, body: body), for: cacheRequest, requestTime: requestTime, responseTime: responseTime)
+                // Stored as the answer to what was sent (a stale HEAD is revalidated with a GET).
+                let sent = HTTPCacheRequest(method: request.method, uri: cacheRequest.uri, headers: cacheRequest.headers)
+                let stored = try await cache.store(HTTPResponse(status: code, headers: fields, body: body), for: sent, requestTime: requestTime, responseTime: responseTime)
                 status.stored = stored != nil
             }
             try await cache.invalidate(after: cacheRequest, status: code, headers: fields)
@@ -246,7 +267,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         }
         var headers = HTTPCachePolicy.withoutHopByHopFields(fields)
         if !headers.contains("Date") { headers.add(name: "Date", value: HTTPDate.format(responseTime)) }
-        let hasBody = request.method != "HEAD" && code != 204 && code != 304
+        let hasBody = clientMethod != "HEAD" && code != 204 && code != 304
         if hasBody { headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes)) }
         headers.add(name: "Cache-Status", value: status.value)
         return ProxyResponse(status: code, headers: headers, body: hasBody ? response.body : ByteBuffer(), interim: response.interim)
@@ -257,9 +278,13 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     private func exchange(_ request: ProxyRequest) async throws -> UpstreamResponse {
         var headers = HTTPCachePolicy.withoutHopByHopFields(request.headers)
         headers.replaceOrAdd(name: "Host", value: upstream.authority)
+        headers.remove(name: "Expect")   // the body is here already: nothing to wait for
+        headers.add(name: "Via", value: "1.1 haneke")
         if let body = request.body {
             headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
-        } else if !["GET", "HEAD"].contains(request.method) {
+        } else if ["GET", "HEAD"].contains(request.method) {
+            headers.remove(name: "Content-Length")
+        } else {
             headers.replaceOrAdd(name: "Content-Length", value: "0")
         }
         let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(named: request.method), uri: Self.pathAndQuery(of: request.target), headers: headers.nio)
@@ -402,4 +427,6 @@ enum ByteRanges {
 /// The request fields that make a request conditional (RFC 9110 §13.1).
 enum ConditionalFields {
     static let names: Set<String> = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range"]
+    /// The fields that describe a request's body, dropped when a request is sent without one.
+    static let bodyFraming: Set<String> = ["content-length", "transfer-encoding", "expect"]
 }

@@ -22,6 +22,9 @@ package final class ProxyServer: Sendable {
         package var maximumHeaderBytes = 64 << 10
         /// `16 MiB` by default: the largest request body; a larger one answers `413`.
         package var maximumRequestBodySize = 16 << 20
+        /// `90 seconds` by default: a connection on which nothing is read or written for this long
+        /// is closed (an idle keep-alive connection, or a client that sends nothing).
+        package var idleTimeout = Duration.seconds(90)
 
         /// Creates the default limits.
         package init() {}
@@ -66,6 +69,9 @@ package final class ProxyServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .bind(to: try SocketAddress(ipAddress: host, port: port)) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers([
+                        IdleStateHandler(allTimeout: TimeAmount(limits.idleTimeout)), IdleConnectionCloser(),
+                    ])
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withOutboundHeaderValidation: false, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
                 }
@@ -101,6 +107,13 @@ package final class ProxyServer: Sendable {
         await task?.value
     }
 
+    /// The answer to a request whose body is over the limit; the connection then closes.
+    private static func payloadTooLarge(_ limits: Limits, version: HTTPVersion) -> [HTTPServerResponsePart] {
+        let text = "The request body is larger than \(limits.maximumRequestBodySize) bytes\n"
+        let headers: HTTPHeaders = ["Content-Length": String(text.utf8.count), "Connection": "close"]
+        return [.head(HTTPResponseHead(version: version, status: .payloadTooLarge, headers: headers)), .body(.byteBuffer(ByteBuffer(string: text))), .end(nil)]
+    }
+
     private func serve(
         _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, limits: Limits,
         respond: @Sendable (ProxyRequest) async -> ProxyResponse
@@ -115,6 +128,16 @@ package final class ProxyServer: Sendable {
                     head = received
                     body = nil
                     tooLarge = false
+                    // A client that waits for `100 Continue` before its body gets it, or at once
+                    // a 413 when the body it announces is over the limit.
+                    if received.version == .http1_1, received.headers["Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                        let announced = received.headers["Content-Length"].first.flatMap { Int($0) } ?? 0
+                        if announced > limits.maximumRequestBodySize {
+                            try await outbound.write(contentsOf: Self.payloadTooLarge(limits, version: received.version))
+                            return
+                        }
+                        try await outbound.write(.head(HTTPResponseHead(version: received.version, status: .continue)))
+                    }
                 case .body(var piece):
                     guard !tooLarge else { continue }
                     if (body?.readableBytes ?? 0) + piece.readableBytes > limits.maximumRequestBodySize {
@@ -130,17 +153,18 @@ package final class ProxyServer: Sendable {
                     head = nil
                     let response: ProxyResponse
                     if tooLarge {
-                        let text = "The request body is larger than \(limits.maximumRequestBodySize) bytes\n"
-                        response = ProxyResponse(status: 413, headers: ["Content-Length": String(text.utf8.count), "Connection": "close"], body: ByteBuffer(string: text), interim: [])
+                        try await outbound.write(contentsOf: Self.payloadTooLarge(limits, version: request.version))
+                        return
                     } else {
                         response = await respond(ProxyRequest(method: request.method.name, target: request.uri, headers: HTTPHeaderFields(request.headers), body: body))
                     }
                     body = nil
-                    for interim in response.interim {
+                    // Informational responses only to HTTP/1.1 clients (RFC 9110 §15.2).
+                    for interim in response.interim where request.version == .http1_1 {
                         try await outbound.write(.head(HTTPResponseHead(version: request.version, status: interim.status, headers: interim.headers)))
                     }
                     var headers = response.headers.nio
-                    let keepAlive = request.isKeepAlive && !tooLarge
+                    let keepAlive = request.isKeepAlive
                     if !keepAlive {
                         headers.replaceOrAdd(name: "Connection", value: "close")
                     } else if request.version.major == 1, request.version.minor == 0 {
@@ -154,6 +178,19 @@ package final class ProxyServer: Sendable {
                     if !keepAlive { return }
                 }
             }
+        }
+    }
+}
+
+/// Closes a connection once `IdleStateHandler` says nothing moved on it for its timeout.
+final class IdleConnectionCloser: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 }

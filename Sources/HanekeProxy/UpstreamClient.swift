@@ -126,13 +126,16 @@ final class UpstreamClient: Sendable {
     private func exchange(_ head: HTTPRequestHead, body: ByteBuffer?, on channel: any Channel) async throws -> UpstreamResponse {
         let promise = channel.eventLoop.makePromise(of: UpstreamResponse.self)
         let timeout = self.timeout
-        // Past the deadline the connection closes, which fails the exchange; the flag says why.
-        let timedOut = Atomic<Bool>(false)
+        // Past the deadline the exchange fails, and then the connection closes: a body read until
+        // the close is never taken for a whole one. (A promise completed twice keeps its first result.)
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-            timedOut.store(true, ordering: .relaxed)
+            promise.fail(UpstreamFailure.timedOut(timeout))
             channel.close(promise: nil)
         }
-        channel.writeAndFlush(UpstreamExchange(head: head, body: body, promise: promise), promise: nil)
+        // A write that never reaches the handler (the connection closed meanwhile) fails the exchange.
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { promise.fail($0) }
+        channel.writeAndFlush(UpstreamExchange(head: head, body: body, promise: promise), promise: written)
         do {
             let response = try await promise.futureResult.get()
             timer.cancel()
@@ -145,7 +148,6 @@ final class UpstreamClient: Sendable {
         } catch {
             timer.cancel()
             channel.close(promise: nil)
-            if timedOut.load(ordering: .relaxed) { throw UpstreamFailure.timedOut(timeout) }
             throw error
         }
     }
@@ -164,6 +166,9 @@ final class ExchangeHandler: ChannelDuplexHandler {
     typealias OutboundIn = UpstreamExchange
     typealias OutboundOut = HTTPClientRequestPart
 
+    /// The most informational responses kept for one exchange; more are dropped.
+    static let maximumInterimResponses = 8
+
     private let maximumBodySize: Int
     private var pending: EventLoopPromise<UpstreamResponse>?
     private var head: HTTPResponseHead?
@@ -176,8 +181,9 @@ final class ExchangeHandler: ChannelDuplexHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let exchange = unwrapOutboundIn(data)
-        guard pending == nil else {
+        guard pending == nil, context.channel.isActive else {
             exchange.promise.fail(UpstreamFailure.closed(started: false))
+            promise?.fail(UpstreamFailure.closed(started: false) as any Error)
             return
         }
         pending = exchange.promise
@@ -195,7 +201,11 @@ final class ExchangeHandler: ChannelDuplexHandler {
         switch unwrapInboundIn(data) {
         case .head(let received):
             if (100..<200).contains(received.status.code), received.status.code != 101 {
-                interim.append(received)
+                // Informational responses are passed on, a few of them, without hop-by-hop fields.
+                guard interim.count < Self.maximumInterimResponses else { return }
+                var kept = received
+                kept.headers = HTTPHeaderFields(received.headers).withoutHopByHopFields.nio
+                interim.append(kept)
             } else {
                 head = received
             }

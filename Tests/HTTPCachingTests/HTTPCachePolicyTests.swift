@@ -240,6 +240,23 @@ struct HTTPCachePolicyTests {
         #expect(privateCache.reuse(of: updated, for: request(), at: at(11)) == .fresh)
     }
 
+    @Test func aNotModifiedWithoutAValidatorAnswersOnlyForAResponseWithoutOne() {
+        #expect(!privateCache.notModified(["Cache-Control": "max-age=10"], matches: stored([("ETag", "\"a\"")])))
+        #expect(privateCache.notModified(["Cache-Control": "max-age=10"], matches: stored([("Cache-Control", "max-age=1")])))
+    }
+
+    @Test func aNotModifiedWithoutAnAgeStartsTheAgeAgain() {
+        let response = stored([("Cache-Control", "max-age=60"), ("Age", "50"), ("ETag", "\"a\"")])
+        let updated = privateCache.updating(response, with: ["ETag": "\"a\""], requestTime: at(100), responseTime: at(100))
+        #expect(updated.headers["Age"] == nil)
+        #expect(privateCache.reuse(of: updated, for: request(), at: at(150)) == .fresh)
+    }
+
+    @Test func preconditionsHoldOnlyForStoredSuccesses() {
+        let missing = stored([("ETag", "\"gone\""), ("Cache-Control", "max-age=60")], status: 404)
+        #expect(!privateCache.requestIsNotModified(request([("If-None-Match", "*")]), by: missing))
+    }
+
     @Test func aRequestsOwnConditionsAreAnsweredFromTheStoredResponse() {
         let response = stored([("ETag", "W/\"abc\""), ("Last-Modified", HTTPDate.format(at(-5_000)))])
         #expect(privateCache.requestIsNotModified(request([("If-None-Match", "\"x\", \"abc\"")]), by: response))

@@ -3,6 +3,7 @@ import HTTPCaching
 @testable import HanekeProxy
 import HanekeTesting
 import LoopbackHTTPServer
+import MemoryStore
 import NIOCore
 import Testing
 
@@ -190,6 +191,67 @@ struct CachingProxyTests {
             #expect(range.text == "0")
             #expect(range.headers["Content-Range"] == "bytes 10-10/11")
             #expect(fixture.origin.requests.count == 1)
+        }
+    }
+
+    @Test func aRangeWhoseIfRangeNamesAnotherVersionGetsTheWholeResponse() async throws {
+        try await ProxyFixture.run { fixture in
+            fixture.origin.answer(origin(200, [("Cache-Control", "max-age=60"), ("ETag", "\"v2\"")], body: "0123456789"))
+            _ = await fixture.get()
+            let other = await fixture.get("/resource", [("Range", "bytes=5-"), ("If-Range", "\"v1\"")])
+            #expect(other.status == 200)
+            #expect(other.text == "0123456789")
+            let same = await fixture.get("/resource", [("Range", "bytes=5-"), ("If-Range", "\"v2\"")])
+            #expect(same.status == 206)
+            #expect(same.text == "56789")
+        }
+    }
+
+    @Test func aRevalidationCarriesNoBodyFramingAndEveryForwardedRequestAVia() async throws {
+        try await ProxyFixture.run { fixture in
+            fixture.origin.answer(
+                origin(200, [("Cache-Control", "max-age=1"), ("ETag", "\"v1\"")]),
+                origin(304, [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: "")
+            )
+            _ = await fixture.get()
+            fixture.clock.advance(by: .seconds(5))
+            var request = ProxyRequest(target: "/resource", headers: ["Content-Length": "5"])
+            request.body = ByteBuffer(string: "hello")
+            let response = await fixture.proxy.respond(to: request)
+            #expect(response.status == 200)
+            let sent = try #require(fixture.origin.requests.last)
+            #expect(!sent.headers.contains { $0.0.lowercased() == "content-length" })
+            #expect(sent.headers.contains { $0.0.lowercased() == "via" && $0.1 == "1.1 haneke" })
+        }
+    }
+
+    @Test func aStaleHEADIsRevalidatedWithAGETWhoseAnswerIsStored() async throws {
+        try await ProxyFixture.run { fixture in
+            fixture.origin.answer(
+                origin(200, [("Cache-Control", "max-age=1"), ("ETag", "\"v1\"")], body: "old"),
+                origin(200, [("Cache-Control", "max-age=60"), ("ETag", "\"v2\"")], body: "new")
+            )
+            _ = await fixture.get()
+            fixture.clock.advance(by: .seconds(5))
+            let head = await fixture.get("/resource", method: "HEAD")
+            #expect(head.status == 200)
+            #expect(head.body.readableBytes == 0)
+            #expect(fixture.origin.requests.last?.method == "GET")
+            #expect(await fixture.get().text == "new")
+            #expect(fixture.origin.requests.count == 2)
+        }
+    }
+
+    @Test func anUpstreamPastItsDeadlineAnswers504AndNothingPartIsStored() async throws {
+        try await ProxyFixture.run { fixture in
+            fixture.origin.answer(LoopbackHTTPServer.Response(body: Data(repeating: 0x41, count: 200), headers: [("Cache-Control", "max-age=3600")], dripInterval: .milliseconds(50)))
+            var configuration = CachingProxy<MemoryStore<String, Data>>.Configuration()
+            configuration.upstreamTimeout = .milliseconds(300)
+            let proxy = try CachingProxy(upstream: fixture.server.baseURL, cache: fixture.proxy.cache, group: await eventLoops(), configuration: configuration)
+            let response = await proxy.respond(to: ProxyRequest(target: "/slow"))
+            #expect(response.status == 504)
+            #expect(try await fixture.proxy.cache.lookup(HTTPCacheRequest(uri: proxy.upstreamOrigin + "/slow")) == nil)
+            await proxy.shutdown()
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCaching
+import LoopbackHTTPServer
 @testable import HanekeProxy
 import NIOCore
 import NIOHTTP1
@@ -39,6 +40,19 @@ struct ProxyServerTests {
             #expect(second.head.headers["Cache-Status"].first == "haneke; hit; ttl=60")
             #expect(second.head.headers["Content-Length"].first == "5")
             #expect(fixture.origin.requests.count == 1)
+        }
+    }
+
+    @Test func aClientThatExpectsContinueGetsItThenItsAnswer() async throws {
+        try await withProxyServer { fixture, client in
+            fixture.origin.answer(origin(201, [], body: "made"))
+            var head = HTTPRequestHead(version: .http1_1, method: .PUT, uri: "/upload")
+            head.headers.add(name: "Content-Length", value: "5")
+            head.headers.add(name: "Expect", value: "100-continue")
+            let response = try await client.send(head, body: ByteBuffer(string: "hello"))
+            #expect(response.interim.map(\.status) == [.continue])
+            #expect(response.head.status == .created)
+            #expect(!(fixture.origin.requests.first?.headers.contains { $0.0.lowercased() == "expect" } ?? true))
         }
     }
 
