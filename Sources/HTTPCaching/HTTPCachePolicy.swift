@@ -332,9 +332,9 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         return fields.isEmpty ? nil : fields
     }
 
-    /// Whether a `304 Not Modified` answers for `stored` (§4.3.4): its strong entity tag is
-    /// `stored`'s, or, without one, its `Last-Modified` is; or it carries no validator and neither
-    /// does `stored`.
+    /// Whether a `304 Not Modified` answers for `stored` (§4.3.4): its entity tag is `stored`'s,
+    /// or, without one, its `Last-Modified` is; a 304 that carries no validator answers for the one
+    /// stored response its conditional request validated.
     /// - Parameters:
     ///   - notModified: The 304's header fields.
     ///   - stored: The stored response that was validated.
@@ -347,8 +347,10 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         if let lastModified = notModified["Last-Modified"] {
             return stored.headers["Last-Modified"] == lastModified
         }
-        // Without a validator it answers only for a stored response that has none either.
-        return !stored.headers.contains("ETag") && !stored.headers.contains("Last-Modified")
+        // Without a validator it answers the request that validated this one stored response (a
+        // cache sends one conditional request per stored response), as origins that omit their
+        // validators from a 304 expect.
+        return true
     }
 
     /// `stored` updated by a `304` (RFC 9111 §3.2): each field the 304 carries replaces the stored

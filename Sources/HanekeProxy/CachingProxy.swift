@@ -170,7 +170,8 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     /// Revalidates a stale hit with a conditional request, then serves what it gives.
     private func validate(_ hit: HTTPCache<Storage>.Hit, _ request: ProxyRequest, _ cacheRequest: HTTPCacheRequest, servableOnError: Bool) async -> ProxyResponse {
         var conditional = request
-        conditional.method = "GET"
+        // A HEAD is validated with a HEAD (its answer is never stored), anything else with a GET.
+        conditional.method = request.method == "HEAD" ? "HEAD" : "GET"
         conditional.body = nil
         conditional.headers.removeAll { ConditionalFields.names.contains($0.lowercased()) || ConditionalFields.bodyFraming.contains($0.lowercased()) }
         for field in cache.policy.validators(of: hit.stored) ?? HTTPHeaderFields() {
