@@ -76,11 +76,31 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
             guard let variant = try await storage.entry(forKey: key) else { return nil }
             found = variant
         }
-        guard let stored = try? StoredHTTPResponse(decoding: found.metadata) else {
+        guard let hit = hit(for: request, key: key, entry: found) else {
             try await storage.removeValue(forKey: key)
             return nil
         }
-        return Hit(uri: request.uri, key: key, stored: stored, body: found.value, reuse: policy.reuse(of: stored, for: request, at: clock.now()))
+        return hit
+    }
+
+    /// The stored response that may answer `request`, read synchronously through `read` (a memory
+    /// layer in front of ``storage``, read without a suspension); as ``lookup(_:)``, except that a
+    /// record that does not decode is left for the asynchronous lookup to remove.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - read: The entry for a key, or `nil`.
+    /// - Returns: The hit, or `nil`.
+    public func lookup(_ request: HTTPCacheRequest, reading read: (String) -> StoreEntry<Data>?) -> Hit? {
+        guard request.method == "GET" || request.method == "HEAD", let entry = read(request.uri) else { return nil }
+        guard let index = VariantIndex(decoding: entry.metadata) else { return hit(for: request, key: request.uri, entry: entry) }
+        let key = index.key(for: request)
+        return read(key).flatMap { hit(for: request, key: key, entry: $0) }
+    }
+
+    /// The hit an entry makes for a request; `nil` when its record does not decode.
+    private func hit(for request: HTTPCacheRequest, key: String, entry: StoreEntry<Data>) -> Hit? {
+        guard let stored = try? StoredHTTPResponse(decoding: entry.metadata) else { return nil }
+        return Hit(uri: request.uri, key: key, stored: stored, body: entry.value, reuse: policy.reuse(of: stored, for: request, at: clock.now()))
     }
 
     // MARK: - Writing

@@ -42,6 +42,8 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     /// The cache.
     package let cache: HTTPCache<Storage>
     private let upstream: UpstreamClient
+    /// Reads the memory layer in front of the cache's store without a suspension, if there is one.
+    private let peek: (@Sendable (String) -> StoreEntry<Data>?)?
     private let gate: FetchGate
     private let logger: Logger
     /// The entries being revalidated in the background.
@@ -61,9 +63,15 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     ///   - cache: The cache (its policy should be a shared cache's, unless the proxy serves one user).
     ///   - group: The event loops for upstream connections.
     ///   - configuration: The limits.
+    ///   - peek: Reads the memory layer in front of the cache's store synchronously (a
+    ///     `MemoryStore`'s `entry(forKey:)`), so that fresh hits are answered on the connection's
+    ///     event loop; `nil` (the default) when there is none.
     ///   - logger: Where failures are logged.
     /// - Throws: `StoreError` with code `invalidKey` when `upstream` is not an `http` URL with a host.
-    package init(upstream: URL, cache: HTTPCache<Storage>, group: any EventLoopGroup, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "haneke.proxy")) throws {
+    package init(
+        upstream: URL, cache: HTTPCache<Storage>, group: any EventLoopGroup, configuration: Configuration = Configuration(),
+        peek: (@Sendable (String) -> StoreEntry<Data>?)? = nil, logger: Logger = Logger(label: "haneke.proxy")
+    ) throws {
         guard upstream.scheme == "http", let host = upstream.host, !host.isEmpty else {
             throw StoreError(.invalidKey, "The upstream \(upstream.absoluteString) is not an http URL with a host (https upstreams are not supported)")
         }
@@ -76,6 +84,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
             timeout: configuration.upstreamTimeout, maximumIdleConnections: configuration.maximumIdleConnections
         )
         self.gate = FetchGate(limit: configuration.maximumConcurrentFetches)
+        self.peek = peek
         self.logger = logger
     }
 
@@ -130,6 +139,25 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         case .unusable:
             if onlyIfCached { return Self.gatewayTimeout(CacheStatus(forward: "vary-miss", detail: "only-if-cached")) }
             return await forward(request, cacheRequest, status: CacheStatus(forward: "vary-miss"))
+        }
+    }
+
+    /// Answers a request at once from the memory layer, when a fresh response there (or one the
+    /// request accepts stale) answers it: no suspension, so the server can call it on the
+    /// connection's event loop. `nil` otherwise: ask ``respond(to:)``.
+    /// - Parameter request: The client's request.
+    /// - Returns: The response, or `nil`.
+    package func respondAtOnce(to request: ProxyRequest) -> ProxyResponse? {
+        guard let peek, request.method == "GET" || request.method == "HEAD" else { return nil }
+        let cacheRequest = HTTPCacheRequest(method: request.method, uri: upstreamOrigin + Self.pathAndQuery(of: request.target), headers: request.headers)
+        guard let hit = cache.lookup(cacheRequest, reading: peek) else { return nil }
+        switch hit.reuse {
+        case .fresh:
+            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true))
+        case .staleAccepted:
+            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: "max-stale"))
+        case .staleWhileRevalidate, .validate, .unusable:
+            return nil
         }
     }
 

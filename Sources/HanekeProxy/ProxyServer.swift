@@ -1,16 +1,19 @@
 import Foundation
 import HTTPCaching
-import HanekeProtocols
-import Logging
 package import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
 
 /// An HTTP/1.1 server with keep-alive in front of a ``CachingProxy``: it reads each request whole
-/// (within the limits), asks the proxy, and writes the response. Header size and count, request
-/// bodies and connections are bounded; a request past a limit is answered `400`, `413` or
-/// refused at the connection.
+/// (within the limits) and writes the response. A request the proxy can answer at once (a fresh
+/// hit in memory) is answered on the connection's event loop; any other is answered by a task.
+/// Header size and count, request bodies, idle connections and the number of connections are
+/// bounded; a request past a limit is answered `400` or `413`, or refused at the connection.
+///
+/// Concurrency: each connection's state is its `ProxyConnectionHandler`'s, touched only on the
+/// connection's event loop; a task's answer is written back there. The set of open connections is
+/// one `Mutex`.
 package final class ProxyServer: Sendable {
     /// The server's limits.
     package struct Limits: Sendable, Hashable {
@@ -33,8 +36,7 @@ package final class ProxyServer: Sendable {
     /// The address the server listens on.
     package let address: SocketAddress
     private let listener: any Channel
-    private let serving = Mutex<Task<Void, Never>?>(nil)
-    private let connections = Atomic<Int>(0)
+    private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
 
     private init(address: SocketAddress, listener: any Channel) {
         self.address = address
@@ -50,11 +52,13 @@ package final class ProxyServer: Sendable {
     ///   - port: The port; 0 for any free one.
     ///   - limits: The limits.
     ///   - group: The event loops.
-    ///   - respond: Answers each request.
+    ///   - respondAtOnce: Answers a request on the event loop, or returns `nil` to leave it to `respond`.
+    ///   - respond: Answers each other request.
     /// - Returns: The running server.
     /// - Throws: NIO's error when the address cannot be bound.
     package static func start(
         host: String, port: Int, limits: Limits = Limits(), group: any EventLoopGroup,
+        respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse? = { _ in nil },
         respond: @escaping @Sendable (ProxyRequest) async -> ProxyResponse
     ) async throws -> ProxyServer {
         let decoderLimits = {
@@ -63,122 +67,199 @@ package final class ProxyServer: Sendable {
             decoderLimits.maxHeaderListSize = limits.maximumHeaderBytes
             return decoderLimits
         }()
-        let bootstrap = try await ServerBootstrap(group: group)
+        let registry = ConnectionRegistry()
+        let listener = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .bind(to: try SocketAddress(ipAddress: host, port: port)) { channel in
-                channel.eventLoop.makeCompletedFuture {
+            .childChannelInitializer { channel in
+                guard registry.admit(channel, limit: limits.maximumConnections) else {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers([
                         IdleStateHandler(allTimeout: TimeAmount(limits.idleTimeout)), IdleConnectionCloser(),
                     ])
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withOutboundHeaderValidation: false, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withOutboundHeaderValidation: false, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits
+                    )
+                    try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, respondAtOnce: respondAtOnce, respond: respond))
                 }
             }
-        guard let address = bootstrap.channel.localAddress else { throw CancellationError() }
-        let server = ProxyServer(address: address, listener: bootstrap.channel)
-        let task = Task<Void, Never> {
-            try? await withThrowingDiscardingTaskGroup { group in
-                try await bootstrap.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        guard server.connections.wrappingAdd(1, ordering: .relaxed).oldValue < limits.maximumConnections else {
-                            server.connections.wrappingSubtract(1, ordering: .relaxed)
-                            connection.channel.close(promise: nil)
-                            continue
-                        }
-                        group.addTask {
-                            await server.serve(connection, limits: limits, respond: respond)
-                            server.connections.wrappingSubtract(1, ordering: .relaxed)
-                        }
-                    }
-                }
-            }
-        }
-        server.serving.withLock { $0 = task }
+            .bind(to: try SocketAddress(ipAddress: host, port: port))
+            .get()
+        guard let address = listener.localAddress else { throw CancellationError() }
+        let server = ProxyServer(address: address, listener: listener)
+        registry.server = server
         return server
     }
 
-    /// Stops listening, closes the connections, and returns once they have closed.
+    /// Stops listening, closes the connections, and returns once the listener has closed.
     package func shutdown() async {
         try? await listener.close()
-        let task = serving.withLock { $0 }
-        task?.cancel()
-        await task?.value
+        let open = connections.withLock { Array($0.values) }
+        for channel in open { try? await channel.close() }
     }
 
-    /// The answer to a request whose body is over the limit; the connection then closes.
-    private static func payloadTooLarge(_ limits: Limits, version: HTTPVersion) -> [HTTPServerResponsePart] {
-        let text = "The request body is larger than \(limits.maximumRequestBodySize) bytes\n"
-        let headers: HTTPHeaders = ["Content-Length": String(text.utf8.count), "Connection": "close"]
-        return [.head(HTTPResponseHead(version: version, status: .payloadTooLarge, headers: headers)), .body(.byteBuffer(ByteBuffer(string: text))), .end(nil)]
+    fileprivate func register(_ channel: any Channel) -> Int {
+        connections.withLock { connections in
+            connections[ObjectIdentifier(channel)] = channel
+            return connections.count
+        }
     }
 
-    private func serve(
-        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, limits: Limits,
-        respond: @Sendable (ProxyRequest) async -> ProxyResponse
-    ) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            var head: HTTPRequestHead?
-            var body: ByteBuffer?
-            var tooLarge = false
-            for try await part in inbound {
-                switch part {
-                case .head(let received):
-                    head = received
-                    body = nil
-                    tooLarge = false
-                    // A client that waits for `100 Continue` before its body gets it, or at once
-                    // a 413 when the body it announces is over the limit.
-                    if received.version == .http1_1, received.headers["Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                        let announced = received.headers["Content-Length"].first.flatMap { Int($0) } ?? 0
-                        if announced > limits.maximumRequestBodySize {
-                            try await outbound.write(contentsOf: Self.payloadTooLarge(limits, version: received.version))
-                            return
-                        }
-                        try await outbound.write(.head(HTTPResponseHead(version: received.version, status: .continue)))
-                    }
-                case .body(var piece):
-                    guard !tooLarge else { continue }
-                    if (body?.readableBytes ?? 0) + piece.readableBytes > limits.maximumRequestBodySize {
-                        tooLarge = true
-                        body = nil
-                    } else if body == nil {
-                        body = piece
-                    } else {
-                        body!.writeBuffer(&piece)
-                    }
-                case .end:
-                    guard let request = head else { return }
-                    head = nil
-                    let response: ProxyResponse
-                    if tooLarge {
-                        try await outbound.write(contentsOf: Self.payloadTooLarge(limits, version: request.version))
-                        return
-                    } else {
-                        response = await respond(ProxyRequest(method: request.method.name, target: request.uri, headers: HTTPHeaderFields(request.headers), body: body))
-                    }
-                    body = nil
-                    // Informational responses only to HTTP/1.1 clients (RFC 9110 §15.2).
-                    for interim in response.interim where request.version == .http1_1 {
-                        try await outbound.write(.head(HTTPResponseHead(version: request.version, status: interim.status, headers: interim.headers)))
-                    }
-                    var headers = response.headers.nio
-                    let keepAlive = request.isKeepAlive
-                    if !keepAlive {
-                        headers.replaceOrAdd(name: "Connection", value: "close")
-                    } else if request.version.major == 1, request.version.minor == 0 {
-                        headers.replaceOrAdd(name: "Connection", value: "keep-alive")
-                    }
-                    // One write, one flush: head, body and end together.
-                    var parts: [HTTPServerResponsePart] = [.head(HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers))]
-                    if response.body.readableBytes > 0 { parts.append(.body(.byteBuffer(response.body))) }
-                    parts.append(.end(nil))
-                    try await outbound.write(contentsOf: parts)
-                    if !keepAlive { return }
+    fileprivate func unregister(_ channel: any Channel) {
+        _ = connections.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+}
+
+/// Counts the server's connections from the moment they are accepted (the server itself exists
+/// only once the listener is bound).
+private final class ConnectionRegistry: Sendable {
+    private let state = Mutex<(server: ProxyServer?, count: Int, early: [any Channel])>((nil, 0, []))
+
+    var server: ProxyServer? {
+        get { state.withLock { $0.server } }
+        set {
+            let early = state.withLock { state in
+                state.server = newValue
+                defer { state.early = [] }
+                return state.early
+            }
+            for channel in early { _ = newValue?.register(channel) }
+        }
+    }
+
+    /// Records a new connection and its close; `false` (and nothing recorded) past `limit`.
+    func admit(_ channel: any Channel, limit: Int) -> Bool {
+        let (admitted, server) = state.withLock { state -> (Bool, ProxyServer?) in
+            guard state.count < limit else { return (false, nil) }
+            state.count += 1
+            if state.server == nil { state.early.append(channel) }
+            return (true, state.server)
+        }
+        guard admitted else { return false }
+        _ = server?.register(channel)
+        channel.closeFuture.whenComplete { _ in
+            let server = self.state.withLock { state in
+                state.count -= 1
+                return state.server
+            }
+            server?.unregister(channel)
+        }
+        return true
+    }
+}
+
+/// One client connection: collects each request, answers it at once or through a task, and writes
+/// the answer. HTTPServerPipelineHandler before it holds a pipelined request back until the answer
+/// to the one before is written, so there is one request at a time.
+final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let limits: ProxyServer.Limits
+    private let respondAtOnce: @Sendable (ProxyRequest) -> ProxyResponse?
+    private let respond: @Sendable (ProxyRequest) async -> ProxyResponse
+    private var head: HTTPRequestHead?
+    private var body: ByteBuffer?
+    private var tooLarge = false
+    /// Set once the connection is to close: whatever else arrives is ignored.
+    private var closing = false
+
+    init(limits: ProxyServer.Limits, respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse?, respond: @escaping @Sendable (ProxyRequest) async -> ProxyResponse) {
+        self.limits = limits
+        self.respondAtOnce = respondAtOnce
+        self.respond = respond
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }
+        switch unwrapInboundIn(data) {
+        case .head(let received):
+            head = received
+            body = nil
+            tooLarge = false
+            // A client that waits for `100 Continue` before its body gets it, or at once a 413
+            // when the body it announces is over the limit.
+            if received.version == .http1_1, received.headers["Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                let announced = received.headers["Content-Length"].first.flatMap { Int($0) } ?? 0
+                if announced > limits.maximumRequestBodySize {
+                    refuseTooLarge(context: context, version: received.version)
+                    return
+                }
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: received.version, status: .continue))), promise: nil)
+            }
+        case .body(var piece):
+            guard !tooLarge else { return }
+            if (body?.readableBytes ?? 0) + piece.readableBytes > limits.maximumRequestBodySize {
+                tooLarge = true
+                body = nil
+            } else if body == nil {
+                body = piece
+            } else {
+                body!.writeBuffer(&piece)
+            }
+        case .end:
+            guard let received = head else { return }
+            head = nil
+            if tooLarge {
+                refuseTooLarge(context: context, version: received.version)
+                return
+            }
+            let request = ProxyRequest(method: received.method.name, target: received.uri, headers: HTTPHeaderFields(received.headers), body: body)
+            body = nil
+            if let response = respondAtOnce(request) {
+                write(response, to: received, context: context)
+                return
+            }
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let respond = self.respond
+            Task {
+                let response = await respond(request)
+                bound.eventLoop.execute {
+                    let (handler, context) = bound.value
+                    handler.write(response, to: received, context: context)
                 }
             }
         }
+    }
+
+    /// Writes a response (its informational responses first, to HTTP/1.1 clients only) in one
+    /// flush, then closes the connection unless it stays open.
+    private func write(_ response: ProxyResponse, to request: HTTPRequestHead, context: ChannelHandlerContext) {
+        for interim in response.interim where request.version == .http1_1 {
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: interim.status, headers: interim.headers))), promise: nil)
+        }
+        var headers = response.headers.nio
+        let keepAlive = request.isKeepAlive
+        if !keepAlive {
+            headers.replaceOrAdd(name: "Connection", value: "close")
+        } else if request.version.major == 1, request.version.minor == 0 {
+            headers.replaceOrAdd(name: "Connection", value: "keep-alive")
+        }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers))), promise: nil)
+        if response.body.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+        }
+        if keepAlive {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
+            closing = true
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// Answers `413` for a body over the limit, then closes the connection.
+    private func refuseTooLarge(context: ChannelHandlerContext, version: HTTPVersion) {
+        closing = true
+        let text = "The request body is larger than \(limits.maximumRequestBodySize) bytes\n"
+        let headers: HTTPHeaders = ["Content-Length": String(text.utf8.count), "Connection": "close"]
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: .payloadTooLarge, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }
 

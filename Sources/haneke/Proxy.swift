@@ -59,13 +59,13 @@ struct Proxy: AsyncParsableCommand {
         let directory = self.directory
         let logger = Logger(label: "haneke.proxy")
         // Opening a folder and starting NIO's threads wait for the system: off the cooperative pool.
-        let (storage, flush) = try await IOExecutor.shared.run { try Self.makeStorage(directory: directory, capacity: capacity) }
+        let (storage, memory, flush) = try await IOExecutor.shared.run { try Self.makeStorage(directory: directory, capacity: capacity) }
         let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
         let cache = HTTPCache(storage: storage, policy: HTTPCachePolicy(kind: isPrivate ? .private : .shared))
-        let proxy = try CachingProxy(upstream: upstreamURL, cache: cache, group: group, logger: logger)
-        let server = try await ProxyServer.start(host: host, port: port, group: group) { request in
-            await proxy.respond(to: request)
-        }
+        let proxy = try CachingProxy(upstream: upstreamURL, cache: cache, group: group, peek: { memory.entry(forKey: $0) }, logger: logger)
+        let server = try await ProxyServer.start(
+            host: host, port: port, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
+        )
         print("haneke proxy: listening on http://\(listen.hasPrefix("[") ? "[\(host)]" : host):\(server.port), upstream \(proxy.upstreamOrigin), cache \(directory ?? "in memory") (\(ByteSize.format(capacity)))")
         fflush(nil)
         await Self.waitForTermination()
@@ -75,16 +75,17 @@ struct Proxy: AsyncParsableCommand {
     }
 
     /// Memory, then (with a folder) small bodies as SQLite rows and large ones as LZ4 files.
-    private static func makeStorage(directory: String?, capacity: Int) throws -> (AnyStore<String, Data>, @Sendable () throws -> Void) {
+    private static func makeStorage(directory: String?, capacity: Int) throws -> (AnyStore<String, Data>, MemoryStore<String, Data>, @Sendable () throws -> Void) {
         guard let directory else {
-            return (MemoryStore<String, Data>(costLimit: capacity, name: "memory").eraseToAnyStore(), {})
+            let memory = MemoryStore<String, Data>(costLimit: capacity, name: "memory")
+            return (memory.eraseToAnyStore(), memory, {})
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let memory = MemoryStore<String, Data>(costLimit: min(capacity / 8, 256 << 20), name: "memory")
         let rows = try SQLiteStore(directory: directory, capacity: capacity / 2)
         let files = try FileStore(directory: directory, capacity: capacity - capacity / 2)
         let disk = rows.routingLargeValues(over: 16 << 10, to: files.compressed())
-        return (memory.chained(to: disk).eraseToAnyStore(), {
+        return (memory.chained(to: disk).eraseToAnyStore(), memory, {
             try rows.flush()
             try files.flush()
         })

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCaching
+import HanekeTesting
 import LoopbackHTTPServer
 @testable import HanekeProxy
 import NIOCore
@@ -13,7 +14,9 @@ struct ProxyServerTests {
         try await ProxyFixture.run { fixture in
             let group = await eventLoops()
             let proxy = fixture.proxy
-            let server = try await ProxyServer.start(host: "127.0.0.1", port: 0, limits: limits, group: group) { await proxy.respond(to: $0) }
+            let server = try await ProxyServer.start(
+                host: "127.0.0.1", port: 0, limits: limits, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
+            )
             try await withServer(server, shutdown: { await $0.shutdown() }) { server in
                 let client = UpstreamClient(
                     host: "127.0.0.1", port: server.port, authority: "127.0.0.1:\(server.port)", group: group,
@@ -53,6 +56,23 @@ struct ProxyServerTests {
             #expect(response.interim.map(\.status) == [.continue])
             #expect(response.head.status == .created)
             #expect(!(fixture.origin.requests.first?.headers.contains { $0.0.lowercased() == "expect" } ?? true))
+        }
+    }
+
+    @Test func aFreshHitInMemoryIsAnsweredAtOnceAndAStaleOneByTheUpstream() async throws {
+        try await withProxyServer { fixture, client in
+            fixture.origin.answer(
+                origin(200, [("Cache-Control", "max-age=60"), ("ETag", "\"a\"")], body: "hello"),
+                origin(304, [("Cache-Control", "max-age=60"), ("ETag", "\"a\"")], body: "")
+            )
+            _ = try await client.send(get("/a"), body: nil)
+            #expect(fixture.proxy.respondAtOnce(to: ProxyRequest(target: "/a"))?.status == 200)
+            fixture.clock.advance(by: .seconds(61))
+            #expect(fixture.proxy.respondAtOnce(to: ProxyRequest(target: "/a")) == nil)
+            let revalidated = try await client.send(get("/a"), body: nil)
+            #expect(String(buffer: revalidated.body) == "hello")
+            #expect(revalidated.head.headers["Cache-Status"].first?.hasPrefix("haneke; fwd=stale; fwd-status=304") == true)
+            #expect(fixture.origin.requests.count == 2)
         }
     }
 

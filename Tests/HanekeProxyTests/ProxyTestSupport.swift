@@ -57,8 +57,9 @@ struct ProxyFixture: Sendable {
         let server = try await LoopbackHTTPServer.start { origin.respond(to: $0) }
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             let clock = TestClock()
-            let cache = HTTPCache(storage: MemoryStore<String, Data>(clock: clock), policy: HTTPCachePolicy(kind: kind), clock: clock)
-            let proxy = try CachingProxy(upstream: server.baseURL, cache: cache, group: await eventLoops())
+            let memory = MemoryStore<String, Data>(clock: clock)
+            let cache = HTTPCache(storage: memory, policy: HTTPCachePolicy(kind: kind), clock: clock)
+            let proxy = try CachingProxy(upstream: server.baseURL, cache: cache, group: await eventLoops(), peek: { memory.entry(forKey: $0) })
             let fixture = ProxyFixture(origin: origin, server: server, clock: clock, proxy: proxy)
             do {
                 try await body(fixture)
