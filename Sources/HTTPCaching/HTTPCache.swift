@@ -1,5 +1,6 @@
 public import Foundation
 public import HanekeProtocols
+import Synchronization
 
 /// Keeps HTTP responses in a store by the rules of an ``HTTPCachePolicy``: the policy decides, the
 /// store only stores. Each response's body is an entry's value and its ``StoredHTTPResponse`` (status,
@@ -39,6 +40,9 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
     public let policy: HTTPCachePolicy
     /// The clock that decides ages.
     public let clock: any StoreClock
+    /// Records decoded lately, by key: a hit whose metadata is the same bytes is not decoded again.
+    private let decoded = DecodedRecords(limit: 4_096)
+
     /// `1 day` by default: how long a stale response is kept past its freshness and stale windows
     /// when it has a validator (`ETag` or `Last-Modified`) to be revalidated with, or may be served
     /// while the origin cannot be reached (``HTTPCachePolicy/mayServeStaleWhenDisconnected(_:)``).
@@ -99,7 +103,7 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
 
     /// The hit an entry makes for a request; `nil` when its record does not decode.
     private func hit(for request: HTTPCacheRequest, key: String, entry: StoreEntry<Data>) -> Hit? {
-        guard let stored = try? StoredHTTPResponse(decoding: entry.metadata) else { return nil }
+        guard let stored = decoded.record(forKey: key, metadata: entry.metadata) else { return nil }
         return Hit(uri: request.uri, key: key, stored: stored, body: entry.value, reuse: policy.reuse(of: stored, for: request, at: clock.now()))
     }
 
@@ -261,4 +265,27 @@ struct VariantIndex: Hashable {
     }
 
     private static let magic = Data("hnkV".utf8)
+}
+
+/// The records of the entries read lately, decoded, by key with their metadata bytes: a record is
+/// decoded again only when its bytes changed. At most `limit` are kept; past it, all are dropped.
+final class DecodedRecords: Sendable {
+    private let limit: Int
+    private let records = Mutex<[String: (metadata: Data, record: StoredHTTPResponse)]>([:])
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// The record `metadata` holds, from the memo when the bytes are those decoded last for `key`;
+    /// `nil` when they are not a record.
+    func record(forKey key: String, metadata: Data) -> StoredHTTPResponse? {
+        if let known = records.withLock({ $0[key] }), known.metadata == metadata { return known.record }
+        guard let record = try? StoredHTTPResponse(decoding: metadata) else { return nil }
+        records.withLock { records in
+            if records.count >= limit { records.removeAll(keepingCapacity: true) }
+            records[key] = (metadata, record)
+        }
+        return record
+    }
 }
