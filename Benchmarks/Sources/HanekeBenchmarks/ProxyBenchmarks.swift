@@ -195,15 +195,7 @@ enum Wrk {
 
     static func run(_ wrk: String, url: String, connections: Int, seconds: Int) async throws -> Result {
         let text = try await IOExecutor.shared.run { () -> String in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: wrk)
-            process.arguments = ["-t", String(min(2, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency", url]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
+            let (_, data) = try Tools.output(wrk, ["-t", String(min(2, connections)), "-c", String(connections), "-d", "\(seconds)s", "--latency", url])
             return String(decoding: data, as: UTF8.self)
         }
         return try parse(text, url: url)

@@ -69,21 +69,13 @@ enum RedisStoreBenchmarks {
 
     /// The requests per second `redis-benchmark` reports for the same test.
     static func redisBenchmarkRate(_ path: String, port: Int, command: String, requests: Int, inFlight: Int) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [
+        let (status, data) = try Tools.output(path, [
             "-h", "127.0.0.1", "-p", String(port), "-t", command, "-d", "4096", "-r", String(keyspace),
             "-c", String(inFlight), "-n", String(requests), "--csv",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        ])
         // "test","rps",… then "SET","45045.04",…
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
-        guard process.terminationStatus == 0, lines.count >= 2,
+        guard status == 0, lines.count >= 2,
               let rps = Double(lines[1].split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else {
             throw BenchmarkFailure(message: "redis-benchmark failed: \(String(decoding: data, as: UTF8.self))")
         }

@@ -389,6 +389,21 @@ enum Tools {
         return process.terminationStatus == 0
     }
 
+    /// Runs a program and waits for it: its exit status and what it wrote on stdout (stderr is
+    /// dropped). Blocks: call it off the cooperative pool.
+    static func output(_ program: String, _ arguments: [String]) throws -> (status: Int32, stdout: Data) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, data)
+    }
+
     struct Failure: Error, CustomStringConvertible {
         var message: String
         var description: String { message }
