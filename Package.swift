@@ -232,7 +232,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HanekeToolTests",
-            dependencies: ["haneke", "Haneke", "Images", "HanekeTesting", "TestSupport"]
+            dependencies: ["haneke", "Haneke", "Images", "HanekeTesting", "TestSupport", "HanekeProxy", "LoopbackHTTPServer", .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .testTarget(
             name: "ReliabilityTests",

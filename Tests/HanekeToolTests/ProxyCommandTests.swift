@@ -1,0 +1,52 @@
+import Foundation
+@testable import HanekeProxy
+import HanekeTesting
+import LoopbackHTTPServer
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+import TestSupport
+
+/// `haneke proxy` as a user runs it: a real origin on loopback, the tool in a child process, a
+/// real client over TCP.
+struct ProxyCommandTests {
+    @Test func theProxyCachesInItsFolderAndEndsOnSIGTERM() async throws {
+        let origin = try await LoopbackHTTPServer.start { _ in
+            LoopbackHTTPServer.Response(body: Data("hello".utf8), headers: [("Cache-Control", "max-age=600")])
+        }
+        try await withServer(origin, shutdown: { await $0.shutdown() }) { origin in
+            let folder = try TemporaryDirectory()
+            let running = try await ChildProcess.start(ChildProcess.binary("haneke"), [
+                "proxy", "--upstream", origin.baseURL.absoluteString, "--listen", "127.0.0.1:0", "--dir", folder.path, "--capacity", "16M",
+            ])
+            let line = try #require(try await running.readLine())
+            #expect(line.hasPrefix("haneke proxy: listening on http://127.0.0.1:"))
+            let address = try #require(line.range(of: "http://127.0.0.1:"))
+            let port = try #require(Int(line[address.upperBound...].prefix { $0.isNumber }))
+            let group = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
+            }
+            let client = UpstreamClient(
+                host: "127.0.0.1", port: port, authority: "127.0.0.1:\(port)", group: group,
+                maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 2
+            )
+            let request = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/greeting")
+            let first = try await client.send(request, body: nil)
+            let second = try await client.send(request, body: nil)
+            client.close()
+            #expect(String(buffer: first.body) == "hello")
+            #expect(first.head.headers["Cache-Status"].first == "haneke; fwd=uri-miss; fwd-status=200; stored")
+            #expect(second.head.headers["Cache-Status"].first?.hasPrefix("haneke; hit") == true)
+            #expect(origin.requestCount == 1)
+            #expect(await running.kill(SIGTERM) == 0)
+            #expect(FileManager.default.fileExists(atPath: folder.path + "/.haneke-store"))
+        }
+    }
+
+    @Test func anUpstreamThatIsNotAnHTTPURLIsAUsageError() async throws {
+        let run = try await ChildProcess.run(ChildProcess.binary("haneke"), ["proxy", "--upstream", "ftp://example.com", "--listen", "127.0.0.1:0"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("--upstream must be an http URL"))
+    }
+}
