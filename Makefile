@@ -11,7 +11,8 @@ SHELL := /bin/bash
 PREFIX ?= /usr/local
 # The Debian packages each job needs; scripts/install-deps installs the missing ones and says why.
 # Every build needs libvips, the tool's included (`haneke thumbnail` resizes with the Images module).
-# The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make) as baselines.
+# The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make), nginx with
+# proxy_cache (measured by wrk) and redis-benchmark as baselines.
 BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
 BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv nginx-light wrk

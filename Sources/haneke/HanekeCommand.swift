@@ -32,7 +32,7 @@ struct HanekeCommand: AsyncParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "haneke",
-        abstract: "Run the Haneke demos (JSON, thumbnails), and inspect, verify, read and trim cache folders.",
+        abstract: "Run the Haneke demos (JSON, thumbnails), inspect, verify, read and trim cache folders, and run a caching HTTP proxy.",
         discussion: """
         A cache folder (DIR) is one FileStore: the folder of one format of a cache, such as \
         ~/.cache/haneke/<cache>/original. Files are named by the MD5 of their key, in shard folders \
