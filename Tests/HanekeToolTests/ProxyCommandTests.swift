@@ -20,28 +20,38 @@ struct ProxyCommandTests {
             let running = try await ChildProcess.start(ChildProcess.binary("haneke"), [
                 "proxy", "--upstream", origin.baseURL.absoluteString, "--listen", "127.0.0.1:0", "--dir", folder.path, "--capacity", "16M",
             ])
-            let line = try #require(try await running.readLine())
-            #expect(line.hasPrefix("haneke proxy: listening on http://127.0.0.1:"))
-            let address = try #require(line.range(of: "http://127.0.0.1:"))
-            let port = try #require(Int(line[address.upperBound...].prefix { $0.isNumber }))
-            let group = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
+            do {
+                try await Self.checkCaching(through: running, origin: origin, folder: folder)
+            } catch {
+                _ = await running.kill()   // a failed check leaves no proxy running
+                throw error
             }
-            let client = UpstreamClient(
-                host: "127.0.0.1", port: port, authority: "127.0.0.1:\(port)", group: group,
-                maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 2
-            )
-            let request = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/greeting")
-            let first = try await client.send(request, body: nil)
-            let second = try await client.send(request, body: nil)
-            client.close()
-            #expect(String(buffer: first.body) == "hello")
-            #expect(first.head.headers["Cache-Status"].first == "haneke; fwd=uri-miss; fwd-status=200; stored")
-            #expect(second.head.headers["Cache-Status"].first?.hasPrefix("haneke; hit") == true)
-            #expect(origin.requestCount == 1)
-            #expect(await running.kill(SIGTERM) == 0)
-            #expect(FileManager.default.fileExists(atPath: folder.path + "/.haneke-store"))
         }
+    }
+
+    /// Two requests through the running proxy, then SIGTERM.
+    private static func checkCaching(through running: ChildProcess.Running, origin: LoopbackHTTPServer, folder: TemporaryDirectory) async throws {
+        let line = try #require(try await running.readLine())
+        #expect(line.hasPrefix("haneke proxy: listening on http://127.0.0.1:"))
+        let address = try #require(line.range(of: "http://127.0.0.1:"))
+        let port = try #require(Int(line[address.upperBound...].prefix { $0.isNumber }))
+        let group = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
+        }
+        let client = UpstreamClient(
+            host: "127.0.0.1", port: port, authority: "127.0.0.1:\(port)", group: group,
+            maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 2
+        )
+        defer { client.close() }
+        let request = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/greeting")
+        let first = try await client.send(request, body: nil)
+        let second = try await client.send(request, body: nil)
+        #expect(String(buffer: first.body) == "hello")
+        #expect(first.head.headers["Cache-Status"].first == "haneke; fwd=uri-miss; fwd-status=200; stored")
+        #expect(second.head.headers["Cache-Status"].first?.hasPrefix("haneke; hit") == true)
+        #expect(origin.requestCount == 1)
+        #expect(await running.kill(SIGTERM) == 0)
+        #expect(FileManager.default.fileExists(atPath: folder.path + "/.haneke-store"))
     }
 
     @Test func anUpstreamThatIsNotAnHTTPURLIsAUsageError() async throws {
