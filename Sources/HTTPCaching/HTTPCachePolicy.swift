@@ -1,4 +1,5 @@
 public import Foundation
+import HanekeProtocols
 
 /// The rules of an HTTP cache, RFC 9111 and RFC 5861, as pure decisions: whether a response may be
 /// stored, how long it stays fresh, its age, whether a stored response may answer a request, how
@@ -187,7 +188,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         guard Self.heuristicallyCacheableStatusCodes.contains(stored.status) || directives.isPublic,
               let lastModifiedText = headers["Last-Modified"], let lastModified = HTTPDate.parse(lastModifiedText) else { return 0 }
         let since = max(0, date.timeIntervalSince(lastModified))
-        return min(since * heuristicFraction, maximumHeuristicLifetime.seconds)
+        return min(since * heuristicFraction, maximumHeuristicLifetime.timeInterval)
     }
 
     /// The age of `stored` at `now`, in seconds (RFC 9111 §4.2.3): its corrected initial age (from
@@ -228,9 +229,9 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     }
 
     /// The directives that govern a stored response in this cache (``responseDirectives(_:)``),
-    /// its `Cache-Control` parsed once.
-    private func directives(of stored: StoredHTTPResponse) -> CacheControl {
-        if kind == .shared, let targeted = CDNCacheControl.directives(of: stored.headers) { return targeted }
+    /// from the fields parsed once with the record.
+    func directives(of stored: StoredHTTPResponse) -> CacheControl {
+        if kind == .shared, let targeted = stored.parsed.targetedDirectives { return targeted }
         return stored.parsed.directives
     }
 
@@ -444,13 +445,5 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     public func responseDirectives(_ headers: HTTPHeaderFields) -> CacheControl {
         if kind == .shared, let targeted = CDNCacheControl.directives(of: headers) { return targeted }
         return CacheControl(headers)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
     }
 }

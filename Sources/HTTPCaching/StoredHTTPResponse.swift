@@ -76,13 +76,16 @@ public struct StoredHTTPResponse: Sendable, Hashable {
 }
 
 extension StoredHTTPResponse {
-    /// The `Cache-Control` directives and the `Date` of stored fields.
+    /// The `Cache-Control` directives, the `CDN-Cache-Control` ones (a shared cache's, when valid)
+    /// and the `Date` of stored fields.
     struct Parsed: Sendable, Hashable {
         var directives: CacheControl
+        var targetedDirectives: CacheControl?
         var date: Date?
 
         init(_ headers: HTTPHeaderFields) {
             directives = CacheControl(headers)
+            targetedDirectives = CDNCacheControl.directives(of: headers)
             date = headers["Date"].flatMap(HTTPDate.parse)
         }
     }

@@ -40,9 +40,6 @@ extension HTTPHeaderFields {
         self.init(headers.map { ($0.name, $0.value) })
     }
 
-    /// These fields without hop-by-hop ones.
-    var withoutHopByHopFields: HTTPHeaderFields { HTTPCachePolicy.withoutHopByHopFields(self) }
-
     /// These fields as NIO's, in order.
     var nio: HTTPHeaders {
         HTTPHeaders(fields.map { ($0.name, $0.value) })

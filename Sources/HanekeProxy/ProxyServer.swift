@@ -13,7 +13,7 @@ import Synchronization
 ///
 /// Concurrency: each connection's state is its `ProxyConnectionHandler`'s, touched only on the
 /// connection's event loop; a task's answer is written back there. The set of open connections is
-/// one `Mutex`.
+/// one `Mutex` (`ConnectionRegistry`).
 package final class ProxyServer: Sendable {
     /// The server's limits.
     package struct Limits: Sendable, Hashable {
@@ -36,11 +36,12 @@ package final class ProxyServer: Sendable {
     /// The address the server listens on.
     package let address: SocketAddress
     private let listener: any Channel
-    private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let connections: ConnectionRegistry
 
-    private init(address: SocketAddress, listener: any Channel) {
+    private init(address: SocketAddress, listener: any Channel, connections: ConnectionRegistry) {
         self.address = address
         self.listener = listener
+        self.connections = connections
     }
 
     /// The port the server listens on.
@@ -89,63 +90,33 @@ package final class ProxyServer: Sendable {
             .bind(to: try SocketAddress(ipAddress: host, port: port))
             .get()
         guard let address = listener.localAddress else { throw CancellationError() }
-        let server = ProxyServer(address: address, listener: listener)
-        registry.server = server
-        return server
+        return ProxyServer(address: address, listener: listener, connections: registry)
     }
 
     /// Stops listening, closes the connections, and returns once the listener has closed.
     package func shutdown() async {
         try? await listener.close()
-        let open = connections.withLock { Array($0.values) }
-        for channel in open { try? await channel.close() }
-    }
-
-    fileprivate func register(_ channel: any Channel) -> Int {
-        connections.withLock { connections in
-            connections[ObjectIdentifier(channel)] = channel
-            return connections.count
-        }
-    }
-
-    fileprivate func unregister(_ channel: any Channel) {
-        _ = connections.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        for channel in connections.open { try? await channel.close() }
     }
 }
 
-/// Counts the server's connections from the moment they are accepted (the server itself exists
-/// only once the listener is bound).
+/// The server's open connections, recorded from the moment they are accepted until they close.
 private final class ConnectionRegistry: Sendable {
-    private let state = Mutex<(server: ProxyServer?, count: Int, early: [any Channel])>((nil, 0, []))
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
-    var server: ProxyServer? {
-        get { state.withLock { $0.server } }
-        set {
-            let early = state.withLock { state in
-                state.server = newValue
-                defer { state.early = [] }
-                return state.early
-            }
-            for channel in early { _ = newValue?.register(channel) }
-        }
-    }
+    /// The connections open now.
+    var open: [any Channel] { channels.withLock { Array($0.values) } }
 
-    /// Records a new connection and its close; `false` (and nothing recorded) past `limit`.
+    /// Records a new connection until it closes; `false` (and nothing recorded) at `limit`.
     func admit(_ channel: any Channel, limit: Int) -> Bool {
-        let (admitted, server) = state.withLock { state -> (Bool, ProxyServer?) in
-            guard state.count < limit else { return (false, nil) }
-            state.count += 1
-            if state.server == nil { state.early.append(channel) }
-            return (true, state.server)
+        let admitted = channels.withLock { channels in
+            guard channels.count < limit else { return false }
+            channels[ObjectIdentifier(channel)] = channel
+            return true
         }
         guard admitted else { return false }
-        _ = server?.register(channel)
         channel.closeFuture.whenComplete { _ in
-            let server = self.state.withLock { state in
-                state.count -= 1
-                return state.server
-            }
-            server?.unregister(channel)
+            _ = self.channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
         }
         return true
     }

@@ -204,7 +204,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
                 // Informational responses are passed on, a few of them, without hop-by-hop fields.
                 guard interim.count < Self.maximumInterimResponses else { return }
                 var kept = received
-                kept.headers = HTTPHeaderFields(received.headers).withoutHopByHopFields.nio
+                kept.headers = HTTPCachePolicy.withoutHopByHopFields(HTTPHeaderFields(received.headers)).nio
                 interim.append(kept)
             } else {
                 head = received
