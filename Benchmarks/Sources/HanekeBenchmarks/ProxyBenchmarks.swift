@@ -16,22 +16,43 @@ enum ProxyBenchmarks {
             throw Tools.Failure(message: "\(haneke) is missing: `make release` builds it (make bench does)")
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("haneke-bench-proxy-\(getpid())").path
-        try FileManager.default.createDirectory(atPath: scratch + "/www", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        var random = SystemRandomNumberGenerator()
-        for (name, size) in [("4k.bin", 4 << 10), ("64k.bin", 64 << 10)] {
-            try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: scratch + "/www/" + name))
+        let ports = (origin: try freePort(), nginx: try freePort(), haneke: try freePort())
+        var proxy: HanekeProxyProcess?
+        // Stopping both proxies and removing the folder wait for the system: off the cooperative pool.
+        func cleanUp() async {
+            _ = try? await IOExecutor.shared.run { [proxy] in
+                proxy?.stop()
+                // `-s stop` only signals nginx: its folder is removed once its pid file is gone (it
+                // exited), else the removal races its workers and leaves files behind.
+                if Tools.succeeds([nginx, "-p", scratch + "/", "-c", scratch + "/nginx.conf", "-s", "stop"]) {
+                    for _ in 0..<500 where FileManager.default.fileExists(atPath: scratch + "/nginx.pid") { usleep(10_000) }
+                }
+                try? FileManager.default.removeItem(atPath: scratch)
+            }
         }
-        let originPort = try freePort(), nginxPort = try freePort(), hanekePort = try freePort()
-        try nginxConfiguration(scratch: scratch, origin: originPort, cache: nginxPort).write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
-        try await Spawn.run(nginx, ["-p", scratch + "/", "-c", scratch + "/nginx.conf"]).check("nginx")
-        defer { _ = Tools.succeeds([nginx, "-p", scratch + "/", "-c", scratch + "/nginx.conf", "-s", "stop"]) }
-        let proxy = try await HanekeProxyProcess.start(
-            haneke, ["proxy", "--upstream", "http://127.0.0.1:\(originPort)", "--listen", "127.0.0.1:\(hanekePort)", "--dir", scratch + "/haneke-cache", "--capacity", "256M"]
-        )
-        defer { proxy.stop() }
-        try await waitForPort(nginxPort)
+        do {
+            try FileManager.default.createDirectory(atPath: scratch + "/www", withIntermediateDirectories: true)
+            var random = SystemRandomNumberGenerator()
+            for (name, size) in [("4k.bin", 4 << 10), ("64k.bin", 64 << 10)] {
+                try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: scratch + "/www/" + name))
+            }
+            try nginxConfiguration(scratch: scratch, origin: ports.origin, cache: ports.nginx).write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
+            try await Spawn.run(nginx, ["-p", scratch + "/", "-c", scratch + "/nginx.conf"]).check("nginx")
+            proxy = try await HanekeProxyProcess.start(
+                haneke, ["proxy", "--upstream", "http://127.0.0.1:\(ports.origin)", "--listen", "127.0.0.1:\(ports.haneke)", "--dir", scratch + "/haneke-cache", "--capacity", "256M"]
+            )
+            try await waitForPort(ports.nginx)
+            let rows = try await measure(scale, wrk: wrk, nginxPort: ports.nginx, hanekePort: ports.haneke, scratch: scratch)
+            await cleanUp()
+            return rows
+        } catch {
+            await cleanUp()
+            throw error
+        }
+    }
 
+    /// The rounds of wrk against both proxies, warmed first, and the origin's log checked.
+    static func measure(_ scale: Scale, wrk: String, nginxPort: Int, hanekePort: Int, scratch: String) async throws -> [Row] {
         let seconds = scale.smoke ? 1 : 5
         let rounds = scale.smoke ? 1 : 3
         var rows: [Row] = []
@@ -161,13 +182,7 @@ final class HanekeProxyProcess: Sendable {
 
     static func start(_ program: String, _ arguments: [String]) async throws -> HanekeProxyProcess {
         try await IOExecutor.shared.run {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let (process, output) = try Tools.launch(program, arguments)
             // The first line says it listens (or nothing arrives: it failed).
             var line = Data()
             while !line.contains(UInt8(ascii: "\n")) {
@@ -179,6 +194,7 @@ final class HanekeProxyProcess: Sendable {
         }
     }
 
+    /// Ends the proxy and waits for it. Blocks: call it off the cooperative pool.
     func stop() {
         process.terminate()
         process.waitUntilExit()

@@ -389,9 +389,8 @@ enum Tools {
         return process.terminationStatus == 0
     }
 
-    /// Runs a program and waits for it: its exit status and what it wrote on stdout (stderr is
-    /// dropped). Blocks: call it off the cooperative pool.
-    static func output(_ program: String, _ arguments: [String]) throws -> (status: Int32, stdout: Data) {
+    /// Starts a program with its stdout on a pipe (stderr is dropped).
+    static func launch(_ program: String, _ arguments: [String]) throws -> (process: Process, stdout: Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
@@ -399,6 +398,13 @@ enum Tools {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        return (process, output)
+    }
+
+    /// Runs a program and waits for it: its exit status and what it wrote on stdout (stderr is
+    /// dropped). Blocks: call it off the cooperative pool.
+    static func output(_ program: String, _ arguments: [String]) throws -> (status: Int32, stdout: Data) {
+        let (process, output) = try launch(program, arguments)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, data)
