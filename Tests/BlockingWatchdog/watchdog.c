@@ -540,13 +540,21 @@ static int symbolize(const char *file, uintptr_t address, char *text, size_t cap
     snprintf(command, sizeof command, "'%s' --inlining=false --obj='%s' 0x%lx 2>/dev/null",
              symbolizer ? symbolizer : "llvm-symbolizer", file, (unsigned long)address);
     FILE *output = popen(command, "r");
-    if (!output) return 0;
+    if (!output) {
+        // Said on the frame's line, so that a stack left unnamed says why.
+        append(text, capacity, used, "%s+0x%lx (popen failed: %s)\n", file, (unsigned long)address, strerror(errno));
+        return 1;
+    }
     char function[2048] = "", location[2048] = "";
     int named = fgets(function, sizeof function, output) != NULL && fgets(location, sizeof location, output) != NULL;
-    pclose(output);
+    int status = pclose(output);
     function[strcspn(function, "\n")] = 0;
     location[strcspn(location, "\n")] = 0;
-    if (!named || function[0] == 0 || strcmp(function, "??") == 0) return 0;
+    if (!named || function[0] == 0 || strcmp(function, "??") == 0) {
+        if (status == 0) return 0;
+        append(text, capacity, used, "%s+0x%lx (the symbolizer ended with status 0x%x)\n", file, (unsigned long)address, (unsigned)status);
+        return 1;
+    }
     appendName(text, capacity, used, function, strlen(function));
     append(text, capacity, used, " at %s\n", location);
     return 1;
