@@ -125,7 +125,8 @@ let package = Package(
             dependencies: [
                 // Not RedisStore: it brings SwiftNIO, a third more to build for every app that
                 // only wants a Cache (README, "Use it in your package"); Redis users add its product.
-                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats",
+                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats", "HTTPCaching",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -228,7 +229,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HanekeTests",
-            dependencies: ["Haneke", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer", "TestSupport"]
+            dependencies: ["Haneke", "HTTPCaching", "HanekeTesting", "HanekeProtocols", "LoopbackHTTPServer", "TestSupport"]
         ),
         .testTarget(
             name: "HanekeToolTests",

@@ -204,15 +204,7 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
 
     /// When the entry of `stored` stops being useful; `nil` when it already has.
     private func expiry(of stored: StoredHTTPResponse) -> Date? {
-        let directives = policy.directives(of: stored)
-        var usable = policy.freshnessLeftOnArrival(of: stored)
-        usable += Double(max(directives.staleWhileRevalidate ?? 0, directives.staleIfError ?? 0))
-        // Kept to be revalidated, or to be served when the origin cannot be reached.
-        if stored.headers.contains("ETag") || stored.headers.contains("Last-Modified") || policy.mayServeStaleWhenDisconnected(stored) {
-            usable += validationRetention.timeInterval
-        }
-        guard usable > 0 else { return nil }
-        return stored.responseTime.addingTimeInterval(usable)
+        policy.usefulUntil(stored, retention: validationRetention)
     }
 }
 

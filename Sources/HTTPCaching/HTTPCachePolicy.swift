@@ -61,6 +61,18 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     /// may be served unless a directive forbids serving it stale (RFC 9111 §4.2.4 allows this to
     /// a disconnected cache); see ``mayServeStaleWhenDisconnected(_:)``.
     public var servesStaleWhenDisconnected: Bool
+    /// `nil` (none) by default: the lifetime of a heuristically cacheable response that says
+    /// nothing of its freshness (no `max-age`, `Expires` or `Last-Modified`). RFC 9111 §4.2.2 leaves
+    /// such a heuristic to the cache; ``fetcherDefault`` gives one of a hundred years, so that a
+    /// `NetworkFetcher` keeps, until evicted, what a server sends without caching headers, as
+    /// Haneke always has.
+    public var unspecifiedLifetime: Duration?
+
+    /// The policy a `NetworkFetcher` follows by default: a private cache's, with an
+    /// ``unspecifiedLifetime`` of a hundred years.
+    public static var fetcherDefault: HTTPCachePolicy {
+        HTTPCachePolicy(kind: .private, unspecifiedLifetime: .seconds(100 * 365 * 86_400))
+    }
 
     /// Creates a policy.
     /// - Parameters:
@@ -70,14 +82,17 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     ///   - maximumHeuristicLifetime: The longest heuristic lifetime; `1 day` by default.
     ///   - servesStaleWhenDisconnected: Whether a stale response may be served when the origin
     ///     cannot be reached and no directive forbids it; `true` by default.
+    ///   - unspecifiedLifetime: The lifetime of a heuristically cacheable response with no
+    ///     freshness information at all; `nil` (none) by default.
     public init(
         kind: Kind = .private, heuristicFraction: Double = 0.1, maximumHeuristicLifetime: Duration = .seconds(86_400),
-        servesStaleWhenDisconnected: Bool = true
+        servesStaleWhenDisconnected: Bool = true, unspecifiedLifetime: Duration? = nil
     ) {
         self.kind = kind
         self.heuristicFraction = heuristicFraction
         self.maximumHeuristicLifetime = maximumHeuristicLifetime
         self.servesStaleWhenDisconnected = servesStaleWhenDisconnected
+        self.unspecifiedLifetime = unspecifiedLifetime
     }
 
     /// The status codes whose responses may get a heuristic lifetime (RFC 9110 §15.1).
@@ -169,8 +184,8 @@ public struct HTTPCachePolicy: Sendable, Hashable {
 
     /// How long `stored` stays fresh from its origin's point of view, in seconds (§4.2.1):
     /// `s-maxage` (shared caches), else `max-age`, else `Expires` minus `Date`, else a heuristic
-    /// from `Last-Modified` for heuristically cacheable statuses or `public` responses, else 0. An
-    /// invalid `max-age`, `s-maxage` or `Expires` makes it 0.
+    /// from `Last-Modified` for heuristically cacheable statuses or `public` responses, else (for
+    /// those) ``unspecifiedLifetime``, else 0. An invalid `max-age`, `s-maxage` or `Expires` makes it 0.
     /// - Parameter stored: The stored response.
     /// - Returns: The lifetime in seconds, at least 0.
     public func freshnessLifetime(of stored: StoredHTTPResponse) -> Double {
@@ -185,8 +200,10 @@ public struct HTTPCachePolicy: Sendable, Hashable {
             guard expires.count == 1, let instant = HTTPDate.parse(expires[0]) else { return 0 }
             return max(0, instant.timeIntervalSince(date))
         }
-        guard Self.heuristicallyCacheableStatusCodes.contains(stored.status) || directives.isPublic,
-              let lastModifiedText = headers["Last-Modified"], let lastModified = HTTPDate.parse(lastModifiedText) else { return 0 }
+        guard Self.heuristicallyCacheableStatusCodes.contains(stored.status) || directives.isPublic else { return 0 }
+        guard let lastModifiedText = headers["Last-Modified"], let lastModified = HTTPDate.parse(lastModifiedText) else {
+            return unspecifiedLifetime.map { max(0, $0.timeInterval) } ?? 0
+        }
         let since = max(0, date.timeIntervalSince(lastModified))
         return min(since * heuristicFraction, maximumHeuristicLifetime.timeInterval)
     }
@@ -279,7 +296,8 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         let pragmaNoCache = !request.headers.contains("Cache-Control")
             && request.headers.listMembers(for: "Pragma").contains { $0.lowercased() == "no-cache" }
         if directives.noCache || requestDirectives.noCache || pragmaNoCache { return validate }
-        if let maximum = requestDirectives.maxAge, age > Double(maximum) { return validate }
+        // `max-age=0` asks for a validation even when no time has passed (an age of exactly 0).
+        if let maximum = requestDirectives.maxAge, age > Double(maximum) || maximum == 0 { return validate }
         if staleness < 0 {
             if let minFresh = requestDirectives.minFresh, -staleness < Double(minFresh) { return validate }
             return .fresh

@@ -1,5 +1,6 @@
 public import Foundation
 public import HanekeProtocols
+public import HTTPCaching
 public import Logging
 
 /// A cache of values in named formats, each a stack of layers: memory, then LZ4-compressed files on
@@ -191,7 +192,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
             return try await stack.path.fetch(key, from: fetcher)
         }
         // The format's transform runs once, in the flight, on what the fetcher produced.
-        return try await stack.path.fetch(key, from: ClosureFetcher { key in try await format.apply(to: try await fetcher.fetch(key)) })
+        return try await stack.path.fetch(key, from: TransformingFetcher(base: fetcher, transform: format.apply(to:)))
     }
 
     /// The value for `key`, from memory or disk, or else from a closure.
@@ -209,14 +210,24 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         try await fetch(key: key, formatName: formatName, fetcher: ClosureFetcher(body))
     }
 
-    /// The value at `url`, cached under its absolute string (`NetworkFetcher`).
+    /// The value at `url`, by HTTP's caching rules (`NetworkFetcher`, a private cache): a fresh
+    /// stored response is served without a request, a stale one is revalidated, `no-store` is
+    /// never kept, and a response without caching headers is kept until evicted. It is cached under
+    /// `url`'s absolute string, or with `headers` under ``NetworkFetcher/cacheKey(for:headers:)``,
+    /// so that requests with other headers (another `Authorization`, another `Accept-Language`)
+    /// never share a stored response. `fetch(key:)` with that key reads what the layers hold
+    /// without these rules, a response kept to be revalidated included.
     /// - Parameters:
     ///   - url: An `http` or `https` URL.
+    ///   - headers: The request's header fields (`Cache-Control: max-age=0` asks for a
+    ///     revalidation, `Cache-Control: max-stale` accepts a stale response); none by default.
     ///   - formatName: The format; the original by default.
     /// - Returns: The value.
-    /// - Throws: `invalidStatusCode` (with the status), `missingData`, `decoding`, `unavailable`.
-    public func fetch(url: URL, formatName: String = Cache.originalFormatName) async throws -> Value {
-        try await fetch(key: url.absoluteString, formatName: formatName, fetcher: NetworkFetcher<Value>(url: url))
+    /// - Throws: `invalidStatusCode` (with the status), `missingData`, `decoding`, `unavailable`,
+    ///   `timeout`; `notFound` for `only-if-cached` when nothing stored may answer.
+    public func fetch(url: URL, headers: HTTPHeaderFields = HTTPHeaderFields(), formatName: String = Cache.originalFormatName) async throws -> Value {
+        let fetcher = NetworkFetcher<Value>(url: url, headers: headers, clock: clock)
+        return try await fetch(key: NetworkFetcher<Value>.cacheKey(for: url, headers: headers), formatName: formatName, fetcher: fetcher)
     }
 
     /// The value in the file at `path`, cached under the path (`DiskFetcher`).

@@ -3,13 +3,27 @@ public import Foundation
 public import FoundationNetworking
 #endif
 public import HanekeProtocols
+public import HTTPCaching
 import Logging
 
 /// Fetches values over HTTP with `URLSession` (FoundationNetworking on Linux: the system's libcurl,
 /// no extra dependency).
 ///
-/// - Only 200 and 201 are successes; any other status throws `StoreError` code `invalidStatusCode`,
-///   with the status in `statusCode`. Failed responses are never cached.
+/// - It is an HTTP cache by the rules of RFC 9111 and RFC 5861 (``Configuration/cachePolicy``, a
+///   private cache's by default): a response is kept as long as its `Cache-Control`, `Expires` or
+///   `Last-Modified` allows (one that says nothing is kept until evicted, as Haneke always has), a
+///   fresh one is served without a request, a stale one is revalidated with `If-None-Match` or
+///   `If-Modified-Since` (a `304` keeps the value and renews its lifetime),
+///   `stale-while-revalidate` serves it while one background revalidation runs, `stale-if-error`
+///   (and an origin that cannot be reached) serves it when revalidation fails, `no-store` is never
+///   kept, and `Vary` is checked against the request's headers. Each entry keeps its response's
+///   fields as metadata. The rules apply when a `FetchingStore` (or a `Cache`) calls the fetcher.
+/// - Request header fields: ``headers`` on every request, and `Cache.fetch(url:headers:)` per fetch.
+///   Their `Cache-Control` and `Pragma` are the request's directives (`max-age=0`, `no-cache`,
+///   `max-stale`, `min-fresh`, `only-if-cached`, `no-store`).
+/// - Only 200 and 201 are successes (for `NetworkFetcher<HTTPResponse>`, any 2xx but `206`); any
+///   other status throws `StoreError` code `invalidStatusCode`, with the status in `statusCode`.
+///   Failed responses are never cached.
 /// - An empty body, or one shorter than its `Content-Length`, throws `missingData`.
 /// - A body larger than `configuration.maximumBodySize` (`64 MiB` by default, counted after gzip or
 ///   another `Content-Encoding` is decoded) throws `valueTooLarge` as soon as it passes the limit,
@@ -23,6 +37,7 @@ import Logging
 /// ```swift
 /// let user = try await cache.fetch(key: "haneke", fetcher: NetworkFetcher<JSON>(url: userURL))
 /// let pages = MemoryStore<String, Data>().fetching(from: NetworkFetcher<Data>())   // keys are URLs
+/// let french = NetworkFetcher<HTTPResponse>(url: pageURL, headers: ["Accept-Language": "fr"])
 /// ```
 public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// The limits of a `NetworkFetcher`, and the secrets its errors hide.
@@ -43,6 +58,14 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// of a URL's user info is always hidden (`alice:***@`), and so is user info without a
         /// password, often a token (`***@`).
         public var sensitiveQueryItems: Set<String>
+        /// ``HTTPCachePolicy/fetcherDefault`` (a private cache's rules; a response without any
+        /// freshness information is kept until evicted) by default: the HTTP caching rules the
+        /// fetcher's entries follow; `nil` keeps every response the stack's own way, fresh until it
+        /// is evicted or its format's lifetime ends, and never revalidates.
+        public var cachePolicy: HTTPCachePolicy?
+        /// `1 day` by default: how long a stale response is kept past its freshness to be
+        /// revalidated, or served while the origin cannot be reached.
+        public var validationRetention: Duration
 
         /// The default ``sensitiveQueryItems``: `token`, `access_token`, `refresh_token`,
         /// `id_token`, `api_key`, `apikey`, `key`, `signature`, `sig`, `password`, `passwd`,
@@ -58,68 +81,231 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         ///     for no limit.
         ///   - sensitiveQueryItems: The query items whose values errors hide; common names of
         ///     tokens, keys, signatures and passwords by default.
+        ///   - cachePolicy: The HTTP caching rules; a private cache's by default, `nil` for none.
+        ///   - validationRetention: How long a stale response is kept to be revalidated; `1 day`
+        ///     by default.
         public init(
             maximumBodySize: Int? = 64 << 20,
             requestTimeout: Duration? = .seconds(60),
-            sensitiveQueryItems: Set<String> = Configuration.defaultSensitiveQueryItems
+            sensitiveQueryItems: Set<String> = Configuration.defaultSensitiveQueryItems,
+            cachePolicy: HTTPCachePolicy? = .fetcherDefault,
+            validationRetention: Duration = .seconds(86_400)
         ) {
             self.maximumBodySize = maximumBodySize
             self.requestTimeout = requestTimeout
             self.sensitiveQueryItems = sensitiveQueryItems
+            self.cachePolicy = cachePolicy
+            self.validationRetention = validationRetention
         }
     }
 
     /// The URL every fetch requests, or `nil` to request the key itself as a URL.
     public let url: URL?
+    /// The header fields sent with every request (their `Cache-Control` and `Pragma` are the
+    /// request's cache directives, and the fields a response's `Vary` names are compared with them).
+    public let headers: HTTPHeaderFields
     /// The fetcher's limits, and the secrets its errors hide.
     public let configuration: Configuration
+    /// The clock of the requests' and responses' times, which decide a stored response's age: the
+    /// fetching store's clock (a `Cache` passes its own).
+    public let clock: any StoreClock
     /// The session given to the fetcher, or `nil` for the shared one (see ``init(url:session:configuration:)``).
     private let customSession: URLSession?
 
     /// Creates a fetcher.
     /// - Parameters:
     ///   - url: The URL to request whatever the key; `nil` (the default) requests the key as a URL.
+    ///   - headers: The header fields of every request; none by default.
     ///   - session: The session; `nil` (the default) or `NetworkFetcherSession.shared` for the
     ///     shared ephemeral session without a URL cache, whose bodies the fetcher counts as they
     ///     arrive. Another session collects each body whole before the fetcher sees it.
-    ///   - configuration: The limits, and the secrets errors hide; the defaults of `Configuration`
-    ///     by default.
+    ///   - configuration: The limits, the secrets errors hide, and the HTTP caching rules; the
+    ///     defaults of `Configuration` by default.
+    ///   - clock: The clock of request and response times; give it the fetching store's clock.
     ///
     /// Creating a fetcher does not create the shared session: the first fetch does that on a
     /// Dispatch thread (FoundationNetworking's first session loads and initializes libcurl, about
     /// 2 ms, which would otherwise keep one of Swift's cooperative threads, and every task that
     /// waits for the same one-time initialization).
-    public init(url: URL? = nil, session: URLSession? = nil, configuration: Configuration = Configuration()) {
+    public init(
+        url: URL? = nil, headers: HTTPHeaderFields = HTTPHeaderFields(), session: URLSession? = nil,
+        configuration: Configuration = Configuration(), clock: any StoreClock = SystemClock()
+    ) {
         self.url = url
+        self.headers = headers
         self.customSession = session.flatMap { $0 === NetworkFetcherSession.shared ? nil : $0 }
         self.configuration = configuration
+        self.clock = clock
     }
 
-    /// The key a cache should store this fetcher's value under: its URL's absolute string.
-    public var key: String? { url?.absoluteString }
+    /// The key a cache should store this fetcher's value under: its URL's absolute string, followed
+    /// when it has ``headers`` by a digest of them (``cacheKey(for:headers:)``).
+    public var key: String? { url.map { Self.cacheKey(for: $0, headers: headers) } }
 
-    /// Requests the URL (or `key` as a URL) and decodes the body on the shared `IOExecutor`.
+    /// The key of what `url` answers to a request with `headers`: the URL's absolute string, and
+    /// when there are headers besides `Cache-Control` and `Pragma` (the request's cache
+    /// directives, which apply to the entry of the other fields), ` #headers=` and the first 128
+    /// bits of the SHA-256 of their names (in lower case, sorted) and values. Requests with other
+    /// headers (another `Authorization`, another `Accept-Language`) never share an entry, nor a
+    /// fetch under way; the key shows no header's value.
+    /// - Parameters:
+    ///   - url: The URL.
+    ///   - headers: The request's header fields.
+    /// - Returns: The key.
+    public static func cacheKey(for url: URL, headers: HTTPHeaderFields) -> String {
+        guard HeaderDigest.selectsContent(headers) else { return url.absoluteString }
+        return url.absoluteString + " #headers=" + HeaderDigest.hex(of: headers)
+    }
+
+    /// Requests the URL (or `key` as a URL) and decodes the body on the shared `IOExecutor`,
+    /// whatever the cache rules (a `FetchingStore` calls ``fetch(_:stored:)``, which applies them).
     /// - Parameter key: The cache key; used as the URL when the fetcher has none.
     /// - Returns: The decoded body.
     /// - Throws: `StoreError` (`invalidKey`, `invalidStatusCode`, `missingData`, `valueTooLarge`,
     ///   `decoding`, `unavailable`, `timeout`) or `CancellationError`.
     public func fetch(_ key: String) async throws -> Value {
+        let request = try request(for: key)
+        let exchange = try await send(request, headers: headers)
+        return try await value(of: try checkedSuccess(exchange, request), request)
+    }
+
+    /// Whether the fetching store asks ``reuse(of:forKey:at:)`` about each entry found: with a
+    /// ``Configuration/cachePolicy``.
+    public var judgesStoredEntries: Bool { configuration.cachePolicy != nil }
+
+    /// What a read may do with an entry this fetcher stored, by the HTTP cache policy: serve a
+    /// fresh one (or one the request's `max-stale` accepts), serve one inside its
+    /// `stale-while-revalidate` window while it is revalidated, revalidate one otherwise, fetch
+    /// again when its `Vary` does not match ``headers``. An entry without a stored response (a
+    /// value set by other means) is served.
+    /// - Parameters:
+    ///   - attributes: The entry's attributes.
+    ///   - key: The key.
+    ///   - now: The fetching store's current time.
+    /// - Returns: The decision.
+    public func reuse(of attributes: EntryAttributes, forKey key: String, at now: Date) -> StoredEntryReuse {
+        guard let policy = configuration.cachePolicy else { return .fresh }
+        switch policy.reuse(ofEntry: attributes, for: HTTPCacheRequest(uri: key, headers: headers), at: now) {
+        case nil, .fresh?, .staleAccepted?: return .fresh
+        case .staleWhileRevalidate?: return .staleWhileRevalidate
+        case .validate?: return .revalidate
+        case .unusable?: return .refetch
+        }
+    }
+
+    /// Fetches `key` by the cache policy: a conditional request when `stored` has a validator, its
+    /// `304` turned into new attributes for it, a response the policy refuses handed back without
+    /// being kept, and `stored` served when revalidation fails and `stale-if-error` (or an origin
+    /// that cannot be reached) allows it.
+    /// - Parameters:
+    ///   - key: The cache key; used as the URL when the fetcher has none.
+    ///   - stored: The entry to revalidate, or `nil`.
+    /// - Returns: What the fetching store should do.
+    /// - Throws: What ``fetch(_:)`` throws; `notFound` when the request says `only-if-cached`.
+    public func fetch(_ key: String, stored: StoreEntry<Value>?) async throws -> FetchOutcome<Value> {
+        guard let policy = configuration.cachePolicy else { return .store(try await fetchEntry(key)) }
+        let request = try request(for: key)
+        let cacheRequest = HTTPCacheRequest(uri: key, headers: headers)
+        if CacheControl(headers).onlyIfCached {
+            throw StoreError(.notFound, "GET \(request.shown) says only-if-cached, and no stored response may answer it")
+        }
+        let record = stored.flatMap { HTTPCachePolicy.storedResponse(inEntry: $0.attributes) }
+        var sent = headers
+        if let record, let validators = policy.validators(of: record),
+           !headers.contains("If-None-Match"), !headers.contains("If-Modified-Since") {
+            for field in validators { sent.add(name: field.name, value: field.value) }
+        }
+        let requestTime = clock.now()
+        let exchange: Exchange
+        do {
+            exchange = try await send(request, headers: sent)
+        } catch let error as StoreError where error.code == .unavailable || error.code == .timeout {
+            // The origin could not be reached: a disconnected cache may serve what it has.
+            if let record, policy.mayServeStaleWhenDisconnected(record) || servableOnError(record, policy, cacheRequest) {
+                return .servingStored
+            }
+            throw error
+        }
+        let responseTime = clock.now()
+        let status = exchange.response.statusCode
+        if status == 304, let stored, let record, sent.contains("If-None-Match") || sent.contains("If-Modified-Since"),
+           !headers.contains("If-None-Match"), !headers.contains("If-Modified-Since") {
+            let fields = Self.fields(of: exchange.response)
+            guard policy.notModified(fields, matches: record) else {
+                // A 304 for another representation: fetch it whole.
+                return try await fetch(key, stored: nil)
+            }
+            let updated = policy.updating(record, with: fields, requestTime: requestTime, responseTime: responseTime)
+            guard let attributes = policy.entryAttributes(of: updated, retention: configuration.validationRetention) else {
+                return .doNotStore(stored.value)
+            }
+            return .notModified(attributes)
+        }
+        if [500, 502, 503, 504].contains(status), let record, servableOnError(record, policy, cacheRequest) {
+            return .servingStored
+        }
+        let success = try checkedSuccess(exchange, request)
+        let value = try await value(of: success, request)
+        let response = HTTPResponse(status: status, headers: success.fields)
+        guard case .store = policy.storability(of: response, for: cacheRequest) else { return .doNotStore(value) }
+        let kept = policy.storedResponse(response, for: cacheRequest, requestTime: requestTime, responseTime: responseTime)
+        guard let attributes = policy.entryAttributes(of: kept, retention: configuration.validationRetention) else {
+            return .doNotStore(value)
+        }
+        return .store(StoreEntry(value: value, attributes: attributes))
+    }
+
+    /// Whether `record` may be served because revalidating it failed (`stale-if-error`).
+    private func servableOnError(_ record: StoredHTTPResponse, _ policy: HTTPCachePolicy, _ request: HTTPCacheRequest) -> Bool {
+        if case .validate(servableOnError: true) = policy.reuse(of: record, for: request, at: clock.now()) { return true }
+        return false
+    }
+
+    /// The URL `key` names (the fetcher's own, else the key), and how errors show it.
+    private func request(for key: String) throws -> Request {
         guard let target = url ?? URL(string: key), target.scheme == "http" || target.scheme == "https" else {
             throw StoreError(.invalidKey, "\(Logger.describe(redacted(url?.absoluteString ?? key))) is not an http or https URL")
         }
-        let request = Request(target: target, shown: redacted(target.absoluteString))
-        let (data, response) = try await load(request)
+        return Request(target: target, shown: redacted(target.absoluteString))
+    }
+
+    /// A response and its body.
+    private struct Exchange: Sendable {
+        var body: Data
+        var response: HTTPURLResponse
+    }
+
+    /// A response the fetcher accepts, its fields as the cache policy reads them.
+    private struct Success: Sendable {
+        var body: Data
+        var status: Int
+        var fields: HTTPHeaderFields
+    }
+
+    /// Sends a GET with `headers`, within the deadline and the body limit.
+    private func send(_ request: Request, headers: HTTPHeaderFields) async throws -> Exchange {
+        let (data, response) = try await load(request, headers: headers)
         guard let http = response as? HTTPURLResponse else {
             throw StoreError(.unavailable, "GET \(request.shown) gave no HTTP response")
         }
-        guard http.statusCode == 200 || http.statusCode == 201 else {
+        return Exchange(body: data, response: http)
+    }
+
+    /// The exchange as a success: 200 or 201 (any 2xx but 206 for `HTTPResponse` values), with a
+    /// whole body (an empty one only for `HTTPResponse`).
+    private func checkedSuccess(_ exchange: Exchange, _ request: Request) throws -> Success {
+        let http = exchange.response
+        let data = exchange.body
+        let wholeResponses = Value.self == HTTPResponse.self
+        let accepted = wholeResponses ? (200..<300).contains(http.statusCode) && http.statusCode != 206 : http.statusCode == 200 || http.statusCode == 201
+        guard accepted else {
             throw StoreError(
                 .invalidStatusCode,
                 "GET \(request.shown) answered \(http.statusCode) \(HTTPURLResponse.localizedString(forStatusCode: http.statusCode))",
                 statusCode: http.statusCode
             )
         }
-        guard !data.isEmpty else {
+        guard !data.isEmpty || wholeResponses else {
             throw StoreError(.missingData, "GET \(request.shown) answered \(http.statusCode) with an empty body")
         }
         // A compressed body (Content-Encoding) arrives decompressed, so its length differs from the
@@ -128,8 +314,17 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
            http.expectedContentLength > 0, Int64(data.count) < http.expectedContentLength {
             throw StoreError(.missingData, "GET \(request.shown) sent \(data.count) of the \(http.expectedContentLength) bytes it announced")
         }
-        // Decoded on the I/O executor, not on the caller's cooperative thread: a body may be large
-        // JSON, or an image whose header libvips reads under its own locks.
+        return Success(body: data, status: http.statusCode, fields: Self.fields(of: http))
+    }
+
+    /// The body as a `Value`: decoded on the I/O executor, not on the caller's cooperative thread
+    /// (a body may be large JSON, or an image whose header libvips reads under its own locks); for
+    /// `HTTPResponse` values, the whole response.
+    private func value(of success: Success, _ request: Request) async throws -> Value {
+        if let response = HTTPResponse(status: success.status, headers: Self.decodedBodyFields(success.fields), body: success.body) as? Value {
+            return response
+        }
+        let data = success.body
         do {
             return try await IOExecutor.shared.run { try Value.convertFromData(data) }
         } catch let cancelled as CancellationError {
@@ -137,6 +332,26 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         } catch {
             throw StoreError.wrapping(error, as: .decoding, "The body of GET \(request.shown) (\(data.count) bytes) does not decode as \(Value.self)")
         }
+    }
+
+    /// A response's header fields, sorted by name (FoundationNetworking keeps them in a dictionary,
+    /// repeated fields joined by commas).
+    private static func fields(of response: HTTPURLResponse) -> HTTPHeaderFields {
+        let pairs = response.allHeaderFields.compactMap { name, value -> (String, String)? in
+            guard let name = name as? String, let value = value as? String else { return nil }
+            return (name, value)
+        }
+        return HTTPHeaderFields(pairs.sorted { $0.0.lowercased() < $1.0.lowercased() })
+    }
+
+    /// The fields of a body that arrived decoded: without its `Content-Encoding` and the
+    /// `Content-Length` of the encoded bytes.
+    private static func decodedBodyFields(_ fields: HTTPHeaderFields) -> HTTPHeaderFields {
+        guard fields.contains("Content-Encoding") else { return fields }
+        var decoded = fields
+        decoded.remove(name: "Content-Encoding")
+        decoded.remove(name: "Content-Length")
+        return decoded
     }
 
     /// A URL to request, and how errors show it.
@@ -147,10 +362,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     }
 
     /// Runs the request within `configuration.requestTimeout`.
-    private func load(_ request: Request) async throws -> (Data, URLResponse) {
-        guard let timeout = configuration.requestTimeout else { return try await transfer(request) }
+    private func load(_ request: Request, headers: HTTPHeaderFields) async throws -> (Data, URLResponse) {
+        guard let timeout = configuration.requestTimeout else { return try await transfer(request, headers: headers) }
         return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
-            group.addTask { try await transfer(request) }
+            group.addTask { try await transfer(request, headers: headers) }
             group.addTask {
                 try await Task.sleep(for: timeout)
                 return nil
@@ -166,9 +381,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// Runs a data task, cancelling it when the calling task is cancelled or the body passes
     /// `configuration.maximumBodySize`. The default session streams the body to the fetcher (see
     /// `StreamingSession`); any other session collects it whole first.
-    private func transfer(_ request: Request) async throws -> (Data, URLResponse) {
+    private func transfer(_ request: Request, headers: HTTPHeaderFields) async throws -> (Data, URLResponse) {
         var urlRequest = URLRequest(url: request.target)
         urlRequest.cachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        for field in headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
         let (data, response): (Data, URLResponse)
         do {
             if let customSession {

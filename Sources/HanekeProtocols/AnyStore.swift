@@ -60,6 +60,14 @@ public struct AnyStore<Key: Hashable & Sendable, Value: Sendable>: Store {
 
     /// Forwards to the wrapped store.
     /// - Parameter key: The key to look up.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: What the wrapped store throws.
+    public func entry(forKey key: Key) async throws -> StoreEntry<Value>? {
+        try await base.entry(forKey: key)
+    }
+
+    /// Forwards to the wrapped store.
+    /// - Parameter key: The key to look up.
     /// - Returns: The attributes, or `nil` on a miss.
     /// - Throws: What the wrapped store throws.
     public func attributes(forKey key: Key) async throws -> EntryAttributes? {

@@ -103,6 +103,19 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
         return try await readBottomEntryAndPromote(key)?.map(transform)
     }
 
+    /// Reads the entry from `top`, then from `bottom`, promoting a `bottom` hit with its attributes;
+    /// failures are misses, as in ``value(forKey:)``.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The first entry found, or `nil`.
+    /// - Throws: `CancellationError` only.
+    @inlinable
+    public func entry(forKey key: Key) async throws -> StoreEntry<Value>? {
+        if let entry = try await top.readEntryAsLayer(key, logger: logger) {
+            return entry
+        }
+        return try await readBottomEntryAndPromote(key)
+    }
+
     /// The attributes from `top`, then from `bottom` (nothing is promoted); a layer that fails is a
     /// miss.
     /// - Parameter key: The key to look up.

@@ -118,6 +118,21 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (entry.value, entry.expiry)
     }
 
+    /// ``valueAndExpiry(forKey:now:expired:)`` without a tuple (whose metadata an unspecialised
+    /// caller looks up on every call): the expiry is written to `expiry`.
+    @inlinable
+    package mutating func value(forKey key: Key, now: () -> Double, expired: inout Bool, expiry: inout Double) -> Value? {
+        guard let entry = entries[key] else { return nil }
+        if entry.expiry != .infinity, entry.expiry <= now() {
+            removeEntry(key)
+            expired = true
+            return nil
+        }
+        moveToHead(entry.slot)
+        expiry = entry.expiry
+        return entry.value
+    }
+
     /// The value and expiry for `key` if it has not expired at `now()`, without changing the order.
     @inlinable
     package func peekValueAndExpiry(forKey key: Key, now: () -> Double) -> (value: Value, expiry: Double)? {

@@ -70,6 +70,14 @@ public protocol Store<Key, Value>: Sendable {
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
     ) async throws -> StoreEntry<Transformed>?
 
+    /// Returns the entry for `key` as it is stored: its value and attributes, or `nil` when there is
+    /// none or it has expired. The default reads ``entry(forKey:transformedBy:)`` with no transform;
+    /// a store on a hot path (a memory layer, a chain) implements it without the generic transform.
+    /// - Parameter key: The key to look up.
+    /// - Returns: The entry, or `nil` on a miss.
+    /// - Throws: `StoreError` when the store failed.
+    func entry(forKey key: Key) async throws -> StoreEntry<Value>?
+
     /// Returns the attributes of the entry for `key` without decoding its value (a disk store reads
     /// the header or the row only), or `nil` when there is none or it has expired.
     /// - Parameter key: The key to look up.

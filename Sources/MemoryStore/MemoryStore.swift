@@ -208,8 +208,26 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// - Parameter key: The key to look up.
     /// - Returns: The entry, or `nil`.
     public func entry(forKey key: Key) -> StoreEntry<Value>? {
-        // The identity transform cannot throw.
-        (try? readEntry(forKey: key, transformedBy: { $0 })) ?? nil
+        readEntry(forKey: key)
+    }
+
+    /// `readEntry(forKey:transformedBy:)` without a transform: no closure, no generic parameter of
+    /// its own (an HTTP fetcher's memory hit reads the entry on every call).
+    func readEntry(forKey key: Key) -> StoreEntry<Value>? {
+        var attributes = EntryAttributes()
+        let value = state.withLock { state -> Value? in
+            var expired = false
+            var expiry = Double.infinity
+            guard let value = state.entries.value(forKey: key, now: clockSeconds, expired: &expired, expiry: &expiry) else {
+                Self.recordMiss(of: key, expired: expired, in: &state)
+                return nil
+            }
+            state.statistics.hits += 1
+            attributes = state.attributes(of: key, expiry: expiry)
+            return value
+        }
+        guard let value else { return nil }
+        return StoreEntry(value: value, attributes: attributes)
     }
 
     /// The expiry, time stored and metadata of the entry for `key`, or `nil` when there is none or
@@ -448,13 +466,6 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
     ) async throws -> StoreEntry<Transformed>? {
         try readEntry(forKey: key, transformedBy: transform)
-    }
-
-    /// The entry for `key`, for async callers; see the synchronous `entry(forKey:transformedBy:)`.
-    /// - Parameter key: The key to look up.
-    /// - Returns: The entry, or `nil`.
-    public func entry(forKey key: Key) async -> StoreEntry<Value>? {
-        (try? readEntry(forKey: key, transformedBy: { $0 })) ?? nil
     }
 
     /// The attributes of the entry for `key`, for async callers (it never throws).

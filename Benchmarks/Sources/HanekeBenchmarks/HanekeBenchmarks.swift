@@ -32,6 +32,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["10"], SharedFolderBenchmarks.run),
             (["11"], RefreshBenchmarks.run),
             (["12"], ProxyBenchmarks.run),
+            (["13"], HTTPPolicyBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
