@@ -219,8 +219,9 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         let exchange: Exchange
         do {
             exchange = try await send(request, headers: sent)
-        } catch let error as StoreError where error.code == .unavailable || error.code == .timeout {
-            // The origin could not be reached: a disconnected cache may serve what it has.
+        } catch let error as StoreError where [.unavailable, .timeout, .missingData].contains(error.code) {
+            // No whole response came (refused, reset, timed out, cut short): a disconnected cache
+            // may serve what it has.
             if let record, policy.mayServeStaleWhenDisconnected(record) || servableOnError(record, policy, cacheRequest) {
                 return .servingStored
             }
