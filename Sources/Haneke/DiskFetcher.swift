@@ -3,8 +3,10 @@ public import HanekeProtocols
 
 /// Fetches values from files: a file that is missing and a file that does not decode are different
 /// errors (`notFound` and `decoding`), and a file larger than `configuration.maximumFileSize`
-/// (`64 MiB` by default) is refused with `valueTooLarge` before any of it is read. The read runs
-/// off Swift's cooperative threads.
+/// (`64 MiB` by default) is refused with `valueTooLarge` before any of it is read. Only regular
+/// files are read: a FIFO, a device or a socket is refused with `unsupported` at once (the file is
+/// opened without blocking, then `fstat` decides), so no fetch waits for a writer that never comes.
+/// The read runs off Swift's cooperative threads, and a cancelled fetch stops waiting for it.
 ///
 /// ```swift
 /// let config = try await cache.fetch(path: "/etc/myapp/config.json")
@@ -14,8 +16,8 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
     public struct Configuration: Sendable, Hashable {
         /// `64 MiB` by default: the largest file read; `nil` for no limit. A larger file is refused
         /// with `valueTooLarge` from its size alone, before any of it is read; a file that grows
-        /// past the limit while it is read (or a device or `/proc` file, whose size is not known)
-        /// is refused once the limit is passed.
+        /// past the limit while it is read (or a `/proc` file, whose size is not known) is refused
+        /// once the limit is passed.
         public var maximumFileSize: Int?
 
         /// Creates a configuration.
@@ -43,12 +45,13 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// Reads the file and decodes it.
     /// - Parameter key: The cache key; used as the path when the fetcher has none.
     /// - Returns: The decoded contents.
-    /// - Throws: `StoreError` with code `notFound` (no such file), `valueTooLarge`, `decoding`, or
-    ///   `io`; `notFound` and `io` carry the system's error number as `posixCode`.
+    /// - Throws: `StoreError` with code `notFound` (no such file), `unsupported` (not a regular
+    ///   file), `valueTooLarge`, `decoding`, or `io`; `notFound` and `io` carry the system's error
+    ///   number as `posixCode`; `CancellationError` when the task is cancelled.
     public func fetch(_ key: String) async throws -> Value {
         let path = self.path ?? key
         let maximum = configuration.maximumFileSize
-        let data = try await IOExecutor.shared.run { try Self.contents(of: path, maximum: maximum) }
+        let data = try await IOExecutor.shared.runUntilCancelled { try Self.contents(of: path, maximum: maximum) }
         do {
             return try Value.convertFromData(data)
         } catch {
@@ -59,12 +62,17 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// Reads the file at `path`, refusing it from its size (`fstat`) before reading when it is over
     /// `maximum`, and while reading when it grows past it.
     private static func contents(of path: String, maximum: Int?) throws -> Data {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO for reading would otherwise wait for a writer, for good.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw failure(errno, path) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw failure(errno, path) }
-        guard status.st_mode & S_IFMT != S_IFDIR else { throw failure(EISDIR, path) }
+        let kind = status.st_mode & S_IFMT
+        guard kind != S_IFDIR else { throw failure(EISDIR, path) }
+        guard kind == S_IFREG else {
+            throw StoreError(.unsupported, "\(path) is \(Self.describe(kind)), not a regular file; DiskFetcher reads regular files only")
+        }
         let size = Int(status.st_size)
         if let maximum, size > maximum {
             throw StoreError(.valueTooLarge, "The file \(path) holds \(size) bytes, more than the maximumFileSize of \(maximum) bytes")
@@ -92,6 +100,18 @@ public struct DiskFetcher<Value: DataConvertible & Sendable>: Fetcher {
         }
         data.count = length
         return data
+    }
+
+    /// What kind of file a mode's type bits say, for errors.
+    private static func describe(_ kind: mode_t) -> String {
+        switch kind {
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "a special file"
+        }
     }
 
     private static func failure(_ number: Int32, _ path: String) -> StoreError {

@@ -49,6 +49,11 @@ public final class IOExecutor: Sendable {
 
     private static let identity = DispatchSpecificKey<ObjectIdentifier>()
 
+    /// The jobs waiting for a worker (for tests).
+    package var pendingCount: Int {
+        state.withLock { $0.pending.count }
+    }
+
     /// Whether the calling code runs as one of this executor's jobs (for tests and assertions).
     package var isCurrent: Bool {
         DispatchQueue.getSpecific(key: Self.identity) == ObjectIdentifier(self)
@@ -64,6 +69,45 @@ public final class IOExecutor: Sendable {
         try Task.checkCancellation()
         return try await withCheckedThrowingContinuation { continuation in
             submit { continuation.resume(with: Result(catching: body)) }
+        }
+    }
+
+    /// Runs `body` on the executor and returns its result, like ``run(_:)``, except that a caller
+    /// cancelled meanwhile stops waiting at once, with `CancellationError`: `body`, once started,
+    /// runs to its end and its result is dropped; not yet started, it never runs. For blocking work
+    /// whose end the caller cannot wait for (a read that the system may hold).
+    /// - Parameter body: Blocking work.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or `CancellationError`.
+    public func runUntilCancelled<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try Task.checkCancellation()
+        let waiter = Locked<(continuation: CheckedContinuation<T, any Error>?, cancelled: Bool)>((nil, false))
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = waiter.withLock { waiter in
+                    waiter.continuation = continuation
+                    return waiter.cancelled
+                }
+                if cancelled {
+                    waiter.withLock { $0.continuation = nil }
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                submit {
+                    guard waiter.withLock({ $0.continuation != nil }) else { return }   // cancelled before it started
+                    let result = Result(catching: body)
+                    waiter.withLock { waiter in
+                        defer { waiter.continuation = nil }
+                        return waiter.continuation
+                    }?.resume(with: result)
+                }
+            }
+        } onCancel: {
+            waiter.withLock { waiter in
+                waiter.cancelled = true
+                defer { waiter.continuation = nil }
+                return waiter.continuation
+            }?.resume(throwing: CancellationError())
         }
     }
 
@@ -119,6 +163,9 @@ public final class IOExecutor: Sendable {
         mutating func append(_ job: @escaping @Sendable () -> Void) {
             jobs.append(job)
         }
+
+        /// The jobs waiting.
+        var count: Int { jobs.count - head }
 
         mutating func popFirst() -> (@Sendable () -> Void)? {
             guard head < jobs.count, let job = jobs[head] else { return nil }

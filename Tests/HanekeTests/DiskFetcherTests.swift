@@ -99,11 +99,26 @@ struct DiskFetcherTests {
         print("limits: a sparse file of 2 GiB was refused from its size; the process's peak memory grew by \(growth >> 20) MiB meanwhile")
     }
 
-    /// `/dev/zero` has no size and no end: the read stops one byte past the limit.
+    /// A `/proc` file reports a size of 0: the read stops one byte past the limit.
     @Test func aFileWithoutASizeIsRefusedOnceItPassesTheLimit() async throws {
-        let fetcher = DiskFetcher<Data>(path: "/dev/zero", configuration: .init(maximumFileSize: 1 << 20))
+        let fetcher = DiskFetcher<Data>(path: "/proc/self/maps", configuration: .init(maximumFileSize: 64))
         let error = await #expect(throws: StoreError.self) { try await fetcher.fetch("k") }
         #expect(error?.code == .valueTooLarge)
+    }
+
+    /// A FIFO without a writer would hold a blocking `open` for good; a device never ends.
+    @Test(arguments: ["fifo", "/dev/zero", "/dev/null"])
+    func onlyRegularFilesAreRead(name: String) async throws {
+        let directory = try TemporaryDirectory()
+        var path = name
+        if name == "fifo" {
+            path = directory.appending("fifo")
+            #expect(mkfifo(path, 0o600) == 0)
+        }
+        let error = await #expect(throws: StoreError.self) { try await DiskFetcher<Data>(path: path).fetch("k") }
+        #expect(error?.code == .unsupported)
+        #expect(error?.message.contains("not a regular file") == true)
+        #expect(error?.message.contains(name == "fifo" ? "a FIFO" : "a character device") == true)
     }
 
     @Test func withoutALimitALargerFileIsRead() async throws {
