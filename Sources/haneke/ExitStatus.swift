@@ -29,8 +29,8 @@ enum ExitStatus: Int32, Error {
           1  problems found: verify found damage that remains; get found no entry
              for its key (or a damaged one); thumbnail could not read or resize
              some images (listed, with their reasons)
-          2  usage: a bad option or value, a missing or wrong operand (not a
-             folder, not a store's folder)
+          2  usage: no command, a bad option or value, a missing or wrong operand
+             (not a folder, not a store's folder), help for no such command
           3  an I/O failure: a system call failed (permission denied, a disk
              error…)
         """

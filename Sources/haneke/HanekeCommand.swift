@@ -13,6 +13,7 @@ struct HanekeCommand: AsyncParsableCommand {
         // one line instead. VIPS_WARNING, read once as libvips starts, silences them.
         setenv("VIPS_WARNING", "0", 0)
         do {
+            try refuseHelpForUnknownCommands(Array(CommandLine.arguments.dropFirst()))
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -50,4 +51,25 @@ struct HanekeCommand: AsyncParsableCommand {
         version: HanekeVersion.string,
         subcommands: [Demo.self, Thumbnail.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self, Proxy.self]
     )
+
+    /// `haneke` alone is a usage mistake (exit status 2): a command is needed.
+    func run() async throws {
+        throw ToolError.usage("a command is needed: \(Self.commandNames.joined(separator: ", ")) (`haneke --help` describes them)")
+    }
+
+    /// The subcommands' names, in the order `--help` lists them.
+    static var commandNames: [String] {
+        configuration.subcommands.map { $0._commandName }
+    }
+
+    /// `haneke help NAME` for a NAME that is no command: a usage mistake, where ArgumentParser
+    /// prints the general help and exits 0.
+    static func refuseHelpForUnknownCommands(_ arguments: [String]) throws {
+        guard arguments.first == "help", arguments.count > 1 else { return }
+        for name in arguments.dropFirst() where !name.hasPrefix("-") {
+            guard commandNames.contains(name) else {
+                throw ToolError.usage("there is no command '\(name)'; the commands are \(commandNames.joined(separator: ", "))")
+            }
+        }
+    }
 }

@@ -42,7 +42,7 @@ struct Inspect: ParsableCommand {
         }
         let problems = parts.reduce(0) { $0 + $1.problems.count }
         if problems > 0 {
-            printError("\(problems) problem(s) found; run `\(toolInvocation) verify \(shown(folder))` for details")
+            printError("\(counted(problems, "problem", "problems")) found; run `\(toolInvocation) verify \(shown(folder))` for details")
         }
     }
 
@@ -66,7 +66,7 @@ struct Inspect: ParsableCommand {
         )
         let inFiles = part.entries.reduce(0) { $0 + $1.storedSize }
         let onDisk = part.entries.reduce(0) { $0 + $1.allocatedSize }
-        print("\n\(part.entries.count) entries, \(ByteSize.format(inFiles)) in files, \(ByteSize.format(onDisk)) on disk")
+        print("\n\(counted(part.entries.count, "entry", "entries")), \(ByteSize.format(inFiles)) in files, \(ByteSize.format(onDisk)) on disk")
     }
 
     /// A named part's section of the table ("in the database <path>:"), its entries sharing its
@@ -87,7 +87,7 @@ struct Inspect: ParsableCommand {
             rightAligned: [1]
         )
         let payloads = part.entries.reduce(0) { $0 + $1.payloadSize }
-        print("\n\(part.entries.count) entries in \(name), \(ByteSize.format(payloads)) of payloads, \(ByteSize.format(part.allocatedSize)) on disk (\(part.filesDescription))")
+        print("\n\(counted(part.entries.count, "entry", "entries")) in \(name), \(ByteSize.format(payloads)) of payloads, \(ByteSize.format(part.allocatedSize)) on disk (\(part.filesDescription))")
     }
 
     /// One entry as JSON: every field always present, `null` when absent.

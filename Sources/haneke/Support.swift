@@ -93,14 +93,21 @@ let quietLogger: Logger = {
     return logger
 }()
 
-/// A size such as `512`, `64K`, `100M`, `1.5G` (powers of 1024).
+/// A size such as `512`, `64K`, `100M`, `1.5G`, `100KiB` (powers of 1024, as `du -h` prints them)
+/// or `100KB`, `2GB` (SI's powers of 1000); case does not matter.
 struct ByteSize: ExpressibleByArgument, CustomStringConvertible {
     var bytes: Int
 
+    /// What `--help` says of sizes.
+    static let syntax = "bytes, or a number with K, M, G or T or KiB, MiB, GiB or TiB (powers of 1024), or KB, MB, GB or TB (powers of 1000)"
+
     init?(argument: String) {
         let text = argument.trimmingCharacters(in: .whitespaces).uppercased()
-        let units: [(String, Int)] = [("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10),
-                                      ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
+        let units: [(String, Int)] = [
+            ("TIB", 1 << 40), ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10),
+            ("TB", 1_000_000_000_000), ("GB", 1_000_000_000), ("MB", 1_000_000), ("KB", 1_000),
+            ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1),
+        ]
         for (suffix, factor) in units where text.hasSuffix(suffix) {
             guard let number = Double(text.dropLast(suffix.count)), number >= 0, number * Double(factor) < 9e18 else { return nil }
             bytes = Int(number * Double(factor))
@@ -251,4 +258,9 @@ final class ProgressLine {
 var toolInvocation: String {
     let executable = Bundle.main.executableURL?.resolvingSymlinksInPath().path ?? CommandLine.arguments[0]
     return executable.contains("/.build/") ? "swift run -c release haneke" : "haneke"
+}
+
+/// `count` and the noun, singular for one: `1 entry`, `2 entries`.
+func counted(_ count: Int, _ singular: String, _ plural: String) -> String {
+    "\(count) \(count == 1 ? singular : plural)"
 }

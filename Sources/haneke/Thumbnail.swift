@@ -243,7 +243,7 @@ struct Thumbnail: AsyncParsableCommand {
     }
 
     private func show(_ report: Report) {
-        print("Haneke thumbnail: \(report.images) image(s) in \(shown(report.folder)) → format \(report.format), cache in \(shown(report.cacheDirectory))\(report.cacheDeleted ? " (deleted at the end)" : "")\n")
+        print("Haneke thumbnail: \(counted(report.images, "image", "images")) in \(shown(report.folder)) → format \(report.format), cache in \(shown(report.cacheDirectory))\(report.cacheDeleted ? " (deleted at the end)" : "")\n")
         printTable(
             ["pass", "images", "memory", "disk", "fetcher", "failed", "time", "per image"],
             report.passes.map { pass in
@@ -261,11 +261,11 @@ struct Thumbnail: AsyncParsableCommand {
             rightAligned: [1, 2, 3, 4]
         )
         let count = report.thumbnails.count
-        print("\nbytes: \(count) original(s), \(ByteSize.format(report.originalBytes)) → \(count) thumbnail(s), \(ByteSize.format(report.thumbnailBytes))"
+        print("\nbytes: \(counted(count, "original", "originals")), \(ByteSize.format(report.originalBytes)) → \(counted(count, "thumbnail", "thumbnails")), \(ByteSize.format(report.thumbnailBytes))"
             + (report.originalBytes > 0 ? String(format: " (%.1f%%)", Double(report.thumbnailBytes) * 100 / Double(report.originalBytes)) : ""))
         if let output = report.output { print("thumbnails written to \(shown(output))") }
         if !report.failures.isEmpty {
-            print("\n\(report.failures.count) image(s) failed:")
+            print("\n\(counted(report.failures.count, "image", "images")) failed:")
             for failure in report.failures { print("  \(shown(failure.file)): \(shown(failure.reason, limit: 1000))") }
         }
     }

@@ -6,7 +6,7 @@ struct Trim: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Evict the least recently used entries until a cache folder takes at most SIZE on disk.",
         discussion: """
-        SIZE is bytes or a number with K, M, G or T (powers of 1024), e.g. 100M: the blocks the \
+        SIZE is \(ByteSize.syntax), e.g. 100M: the blocks the \
         store's files take on disk, as `du` counts them (its marker and journal included; the \
         folders themselves not). Only a store's folder is trimmed, and only its entry files (and \
         its database's rows) are deleted. Progress (on a terminal) names the step under way: opening the store, then \
@@ -50,7 +50,7 @@ struct Trim: ParsableCommand {
         progress.end()
         for (index, store) in stores.enumerated() {
             let part = Self.partName(of: store).map { "\($0): " } ?? ""
-            print("\(part)\(before[index].count) entries, \(ByteSize.format(before[index].allocated)) on disk → \(store.count) entries, \(ByteSize.format(store.allocatedSize))")
+            print("\(part)\(counted(before[index].count, "entry", "entries")), \(ByteSize.format(before[index].allocated)) on disk → \(counted(store.count, "entry", "entries")), \(ByteSize.format(store.allocatedSize))")
         }
     }
 

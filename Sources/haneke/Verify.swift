@@ -89,10 +89,10 @@ struct Verify: ParsableCommand {
         for problem in inspection.problems {
             print(problem.line(itemName: inspection.itemName))
         }
-        print("\(inspection.examined) files checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
+        print("\(counted(inspection.examined, "file", "files")) checked, \(inspection.entries.count) valid, \(counted(inspection.problems.count, "problem", "problems"))")
         if let outcome = part.repair {
-            print("repaired: removed \(outcome.removed.count) path(s)")
-            if !outcome.kept.isEmpty { print("kept \(outcome.kept.count) path(s):") }
+            print("repaired: removed \(counted(outcome.removed.count, "path", "paths"))")
+            if !outcome.kept.isEmpty { print("kept \(counted(outcome.kept.count, "path", "paths")):") }
             for kept in outcome.kept {
                 print("  \(shown(kept.problem.path)): \(kept.reason)")
             }
@@ -105,9 +105,9 @@ struct Verify: ParsableCommand {
         for problem in inspection.problems {
             print(problem.line(itemName: inspection.itemName))
         }
-        print("\(name): \(inspection.examined) \(inspection.itemName)s checked, \(inspection.entries.count) valid, \(inspection.problems.count) problem(s)")
+        print("\(name): \(counted(inspection.examined, inspection.itemName, inspection.itemName + "s")) checked, \(inspection.entries.count) valid, \(counted(inspection.problems.count, "problem", "problems"))")
         if let outcome = part.repair {
-            print("repaired \(name): deleted \(outcome.removed.count) \(inspection.itemName)(s)\(outcome.removedFiles ? ", removed \(name) files" : "")")
+            print("repaired \(name): deleted \(counted(outcome.removed.count, inspection.itemName, inspection.itemName + "s"))\(outcome.removedFiles ? ", removed \(name) files" : "")")
         }
     }
 

@@ -4,6 +4,7 @@ import HanekeProtocols
 import HanekeTesting
 import Testing
 import TestSupport
+@testable import haneke
 
 #if canImport(Glibc)
 import Glibc
@@ -100,7 +101,7 @@ struct HanekeToolTests {
         #expect(check.output.contains("damaged"))
         #expect(check.output.contains(garbage))
         #expect(check.output.contains(leftover))
-        #expect(check.output.contains("3 problem(s)"))
+        #expect(check.output.contains("3 problems"))
 
         let repair = try await Self.haneke("verify", folder, "--repair", "--quiet")
         #expect(repair.status == 0, "\(repair.stderr)")
@@ -109,7 +110,7 @@ struct HanekeToolTests {
 
         let again = try await Self.haneke("verify", folder)
         #expect(again.status == 0)
-        #expect(again.output.contains("2 valid, 0 problem(s)"))
+        #expect(again.output.contains("2 valid, 0 problems"))
     }
 
     @Test func verifyFindsADamagedFrameMagicInACompressedFolder() async throws {
@@ -122,7 +123,8 @@ struct HanekeToolTests {
         let check = try await Self.haneke("verify", folder, "--quiet")
         #expect(check.status == 1)
         #expect(check.output.contains("not an LZ4 frame"))
-        #expect(check.output.contains("2 valid, 1 problem(s)"), "\(check.output)")
+        #expect(check.output.contains("2 valid, 1 problem"), "\(check.output)")
+        #expect(!check.output.contains("1 problems"), "\(check.output)")
         #expect(try await Self.haneke("verify", folder, "--quiet", "--payloads", "raw").status == 0)
         // Found in the one pass that decides, by the majority, that the payloads are frames, and
         // removed by a repair like any other damage.
@@ -259,6 +261,9 @@ struct HanekeToolTests {
             (["frobnicate"], 2, "frobnicate"),
             (["get", folder], 2, "Missing expected argument"),
             (["verify"], 2, "Missing expected argument"),
+            ([], 2, "a command is needed: demo, thumbnail, inspect, get, verify, trim, stats, proxy"),
+            (["help", "nosuch"], 2, "there is no command 'nosuch'"),
+            (["trim", folder, "--to", "5XB"], 2, "The value '5XB' is invalid for '--to <size>'"),
         ]
         for (arguments, status, text) in cases {
             let process = try await Self.haneke(arguments)
@@ -272,6 +277,24 @@ struct HanekeToolTests {
                 #expect(!process.stderr.contains(debris), "\(arguments): \(process.stderr)")
             }
         }
+    }
+
+    /// Sizes in IEC (KiB, powers of 1024), SI (KB, powers of 1000) and `du`'s short form (K).
+    @Test(arguments: [("100KiB", 102_400), ("100kb", 100_000), ("100K", 102_400), ("1.5MiB", 1_572_864), ("2MB", 2_000_000), ("4096", 4_096), ("1GiB", 1 << 30)])
+    func sizesTakeIECAndSISuffixes(size: String, bytes: Int) {
+        #expect(ByteSize(argument: size)?.bytes == bytes, "\(size)")
+    }
+
+    @Test func sizesWithoutANumberOrWithAnUnknownSuffixAreRefused() {
+        for size in ["KiB", "5XB", "-1K", "1e30", "lots"] {
+            #expect(ByteSize(argument: size) == nil, "\(size)")
+        }
+    }
+
+    @Test func helpForACommandStillWorks() async throws {
+        let run = try await Self.haneke("help", "trim")
+        #expect(run.status == 0)
+        #expect(run.output.contains("USAGE: haneke trim"), "\(run.output)")
     }
 
     @Test func versionIsTheLibrarys() async throws {
@@ -404,7 +427,7 @@ struct HanekeToolTests {
 
         let verify = try await Self.haneke("verify", folder, "--quiet")
         #expect(verify.status == 1)
-        #expect(verify.output.contains("1 problem(s)"), "\(verify.output)")
+        #expect(verify.output.contains("1 problem") && !verify.output.contains("1 problems"), "\(verify.output)")
         #expect(verify.output.contains("decompression limit") || verify.output.contains("more than"), "\(verify.output)")
         let stats = try await Self.haneke("stats", folder)
         #expect(stats.status == 0)
