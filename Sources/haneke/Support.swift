@@ -65,18 +65,33 @@ func withClaimedFolder<T>(
 /// a hint when it is a cache's folder instead. Every command checks this first, so none reads or
 /// changes a folder that a store did not make (the FileStore calls refuse such a folder too).
 func requireStoreFolder(_ directory: String) throws -> String {
-    let manager = FileManager.default
-    var isDirectory: ObjCBool = false
-    guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+    var info = stat()
+    guard stat(directory, &info) == 0 else {
+        // A folder the user may not reach is a permission problem (exit status 3), not a mistake.
+        if errno == EACCES || errno == EPERM { throw permissionProblem(directory, reaching: true) }
         throw ToolError.usage("\(shown(directory)) is not a folder")
     }
-    if isFile(directory + "/" + FileStore.markerFileName) { return directory }
-    let names = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
+    guard info.st_mode & S_IFMT == S_IFDIR else { throw ToolError.usage("\(shown(directory)) is not a folder") }
+    let marker = directory + "/" + FileStore.markerFileName
+    if isFile(marker) { return directory }
+    var markerInfo = stat()
+    if lstat(marker, &markerInfo) != 0, errno == EACCES || errno == EPERM { throw permissionProblem(directory, reaching: false) }
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+        if access(directory, R_OK | X_OK) != 0 { throw permissionProblem(directory, reaching: false) }
+        throw ToolError.usage("\(shown(directory)) is not a Haneke store folder (it has no \(FileStore.markerFileName)); refusing to read or change it")
+    }
     let formats = names.filter { isFile(directory + "/" + $0 + "/" + FileStore.markerFileName) }.sorted()
     if !formats.isEmpty {
         throw ToolError.usage("\(shown(directory)) is a cache's folder; pass one of its formats: \(formats.map { shown(directory + "/" + $0) }.joined(separator: ", "))")
     }
     throw ToolError.usage("\(shown(directory)) is not a Haneke store folder (it has no \(FileStore.markerFileName)); refusing to read or change it")
+}
+
+/// The error of a folder the user may not read (or reach, through a parent it may not search):
+/// exit status 3, with the system's reason (`errno` as the failed call left it, else `EACCES`).
+private func permissionProblem(_ directory: String, reaching: Bool) -> ToolError {
+    let code = POSIXErrorCode(rawValue: errno).flatMap { $0 == .EPERM || $0 == .EACCES ? $0 : nil } ?? .EACCES
+    return ToolError.io("\(reaching ? "Could not reach" : "Could not read") \(shown(directory))", POSIXError(code))
 }
 
 /// Whether a regular file (not a link) is at `path`.

@@ -222,6 +222,48 @@ struct HanekeToolTests {
         #expect(run.stderr == "haneke: Could not delete 30 of the 30 files evicted from \(folder): Permission denied (errno 13 EACCES)\n", "\(run.stderr)")
     }
 
+    /// A store's folder the user may not read, and one under a parent it may not search: a
+    /// permission problem (exit status 3), not "not a store" or "not a folder" (exit status 2).
+    /// As root, the tool runs as `nobody`, for whom the folders are closed.
+    @Test func aFolderTheUserMayNotReadIsAPermissionProblem() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = try await Self.makeStore(in: directory, keys: ["doc"])
+        let asNobody = getuid() == 0
+        func haneke(_ arguments: [String]) async throws -> ChildProcess.Outcome {
+            asNobody
+                ? try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", ChildProcess.binary("haneke")] + arguments)
+                : try await Self.haneke(arguments)
+        }
+        // The folders above the store's may be searched, the store's own folder not read.
+        var parent = (folder as NSString).deletingLastPathComponent
+        var opened: [(String, mode_t)] = []
+        while parent.hasPrefix(directory.path) {
+            var info = stat()
+            stat(parent, &info)
+            opened.append((parent, info.st_mode & 0o7777))
+            chmod(parent, 0o755)
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        chmod(folder, 0o700)
+        if !asNobody { chmod(folder, 0o000) }
+        defer {
+            chmod(folder, 0o700)
+            for (path, mode) in opened { chmod(path, mode) }
+        }
+        for command in [["inspect", folder], ["stats", folder], ["verify", folder]] {
+            let run = try await haneke(command)
+            #expect(run.status == 3, "\(command): \(run.stderr)")
+            #expect(run.stderr == "haneke: Could not read \(folder): Permission denied (errno 13 EACCES)\n", "\(command): \(run.stderr)")
+        }
+        // The folder's parent closed: the folder cannot be reached at all.
+        let closedParent = (folder as NSString).deletingLastPathComponent
+        chmod(closedParent, 0o700)
+        if !asNobody { chmod(closedParent, 0o000) }
+        let run = try await haneke(["inspect", folder])
+        #expect(run.status == 3, "\(run.stderr)")
+        #expect(run.stderr == "haneke: Could not reach \(folder): Permission denied (errno 13 EACCES)\n", "\(run.stderr)")
+    }
+
     @Test func statsTellsDiskFromFiles() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: (0..<8).map { "key-\($0)" })
