@@ -25,7 +25,10 @@ struct Thumbnail: AsyncParsableCommand {
         Without --cache-dir the cache goes in a new temporary folder, deleted at the end; a folder \
         given with --cache-dir (new, empty, or one an earlier thumbnail run made) is kept, and a \
         later run with the same settings finds its thumbnails there. With --output, each thumbnail \
-        is also written to DIR, named after its original with the output format's extension.
+        is also written to DIR, named after its original with the output format's extension; a \
+        file already there that an earlier thumbnail run did not write (DIR's .haneke-thumbnails \
+        lists those, with their sizes and times) is never replaced without --force: the command \
+        stops before writing any. Links among the originals are not followed.
 
         An image that cannot be read or resized (damaged, truncated, too large, not an image) is \
         listed with its reason, one line each, and the command ends with exit status 1 once every \
@@ -72,6 +75,9 @@ struct Thumbnail: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Also write each thumbnail to this folder (made if missing).", valueName: "dir"))
     var output: String?
+
+    @Flag(help: "With --output, replace files there that no thumbnail run wrote.")
+    var force = false
 
     @Flag(help: "Print the figures as JSON.")
     var json = false
@@ -122,8 +128,9 @@ struct Thumbnail: AsyncParsableCommand {
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder) } catch { throw ToolError.io("could not list \(shown(folder))", error) }
         return names.sorted().filter { name in
             guard imageExtensions.contains((name as NSString).pathExtension.lowercased()) else { return false }
+            // lstat: a link is not followed, whatever it points to.
             var info = stat()
-            return stat(folder + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+            return lstat(folder + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
         }.map { folder + "/" + $0 }
     }
 
@@ -220,25 +227,84 @@ struct Thumbnail: AsyncParsableCommand {
         try await cache.flush()
         if let output {
             report.output = output
-            try await IOExecutor.shared.run { try Self.write(resized, to: output) }
+            try await IOExecutor.shared.run { [force] in try Self.write(resized, to: output, force: force) }
         }
         return report
     }
 
     /// Writes each thumbnail to `output`, named after its original with its format's extension
     /// (`photo.png` as JPEG: `photo.jpg`; the original's whole name first when two would collide).
-    static func write(_ thumbnails: [(String, Image)], to output: String) throws {
+    /// A file in the way that no thumbnail run wrote (``OutputManifest``) stops the command before
+    /// any is written, unless `force`.
+    static func write(_ thumbnails: [(String, Image)], to output: String, force: Bool) throws {
         var taken: Set<String> = []
+        var targets: [(name: String, image: Image)] = []
         for (file, image) in thumbnails {
             let name = (file as NSString).lastPathComponent
             let suffix = image.format == .jpeg ? "jpg" : image.format.name
             var target = (name as NSString).deletingPathExtension + "." + suffix
             if taken.contains(target) { target = name + "." + suffix }
             taken.insert(target)
-            let path = output + "/" + target
+            targets.append((target, image))
+        }
+        var manifest = OutputManifest(folder: output)
+        if !force {
+            let foreign = targets.map(\.name).filter { name in
+                var info = stat()
+                return lstat(output + "/" + name, &info) == 0 && !manifest.wrote(name, info)
+            }
+            if !foreign.isEmpty {
+                let listed = foreign.prefix(5).map { shown($0) }.joined(separator: ", ") + (foreign.count > 5 ? ", …" : "")
+                throw ToolError.usage("--output \(shown(output)) already has \(counted(foreign.count, "file", "files")) no thumbnail run wrote (\(listed)); pass --force to replace them")
+            }
+        }
+        for (name, image) in targets {
+            let path = output + "/" + name
+            // Written beside and renamed over: a link in the way is replaced, never followed.
             do { try image.data.write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
                 throw ToolError.io("could not write \(shown(path))", error)
             }
+            var info = stat()
+            if lstat(path, &info) == 0 { manifest.record(name, info) }
+        }
+        do { try manifest.save() } catch { throw ToolError.io("could not write \(shown(output + "/" + OutputManifest.fileName))", error) }
+    }
+
+    /// The files thumbnail runs wrote to an output folder, with the size and modification time
+    /// each had then: a file that still has both is the tool's own to replace.
+    struct OutputManifest {
+        static let fileName = ".haneke-thumbnails"
+        let folder: String
+        private var files: [String: String] = [:]
+
+        init(folder: String) {
+            self.folder = folder
+            let text = (try? String(contentsOfFile: folder + "/" + Self.fileName, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: "\t", maxSplits: 1)
+                if parts.count == 2 { files[String(parts[1])] = String(parts[0]) }
+            }
+        }
+
+        private static func stamp(_ info: stat) -> String {
+            "\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        }
+
+        /// Whether a run wrote `name` as it is now (a regular file of the recorded size and time).
+        func wrote(_ name: String, _ info: stat) -> Bool {
+            info.st_mode & S_IFMT == S_IFREG && files[name] == Self.stamp(info)
+        }
+
+        mutating func record(_ name: String, _ info: stat) {
+            files[name] = Self.stamp(info)
+        }
+
+        /// Writes the list (private to the user), replacing the old one.
+        func save() throws {
+            let text = files.keys.sorted().map { files[$0]! + "\t" + $0 + "\n" }.joined()
+            let path = folder + "/" + Self.fileName
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            chmod(path, 0o600)
         }
     }
 

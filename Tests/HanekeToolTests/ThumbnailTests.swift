@@ -82,13 +82,52 @@ struct ThumbnailTests {
         let expected: [String: (Int, Int, ImageFormat)] = [
             "landscape.jpg": (64, 43, .jpeg), "portrait.jpg": (39, 64, .jpeg), "square.png": (64, 64, .png),
         ]
-        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: output.appending("out"))) == Set(expected.keys))
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: output.appending("out"))) == Set(expected.keys).union([".haneke-thumbnails"]))
         for (name, (width, height, format)) in expected {
             let image = try Image(data: Data(contentsOf: URL(fileURLWithPath: output.appending("out/" + name))))
             #expect(image.format == format, "\(name)")
             #expect(abs(image.width - width) <= 1 && abs(image.height - height) <= 1, "\(name): \(image.size)")
             #expect(max(image.width, image.height) == 64, "\(name): \(image.size)")
         }
+    }
+
+    /// A file in --output that no thumbnail run wrote is never replaced without --force, and the
+    /// command writes none before it says so; files a run wrote are replaced by the next.
+    @Test func outputNeverReplacesAFileItDidNotWrite() async throws {
+        let folder = try await Self.makeFolder()
+        let output = try TemporaryDirectory(prefix: "thumbs")
+        let mine = Data("my own landscape".utf8)
+        try mine.write(to: URL(fileURLWithPath: output.appending("landscape.jpg")))
+        let refused = try await Self.haneke("thumbnail", folder.path, "--size", "32", "--output", output.path, "--quiet")
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("already has 1 file no thumbnail run wrote (landscape.jpg); pass --force"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output.appending("landscape.jpg"))) == mine)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path) == ["landscape.jpg"], "nothing else written")
+
+        let forced = try await Self.haneke("thumbnail", folder.path, "--size", "32", "--output", output.path, "--quiet", "--force")
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output.appending("landscape.jpg"))) != mine)
+        // Its own files, as it left them, it replaces without --force.
+        let again = try await Self.haneke("thumbnail", folder.path, "--size", "48", "--output", output.path, "--quiet")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Image(data: Data(contentsOf: URL(fileURLWithPath: output.appending("square.png")))).width == 48)
+        // Changed since: someone else's now.
+        try Data("edited".utf8).write(to: URL(fileURLWithPath: output.appending("square.png")))
+        let edited = try await Self.haneke("thumbnail", folder.path, "--size", "32", "--output", output.path, "--quiet")
+        #expect(edited.status == 2 && edited.stderr.contains("(square.png)"), "\(edited.stderr)")
+    }
+
+    /// A link among the originals is not followed (the help says links are not read).
+    @Test func linksAmongTheOriginalsAreSkipped() async throws {
+        let folder = try await Self.makeFolder()
+        let elsewhere = try TemporaryDirectory(prefix: "elsewhere")
+        try Self.png(width: 20, height: 20).write(to: URL(fileURLWithPath: elsewhere.appending("outside.png")))
+        try FileManager.default.createSymbolicLink(atPath: folder.appending("linked.png"), withDestinationPath: elsewhere.appending("outside.png"))
+        let run = try await Self.haneke("thumbnail", folder.path, "--size", "32", "--json", "--quiet")
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+        #expect(report?["images"] as? Int == 3, "\(run.output)")
+        #expect(!run.output.contains("linked.png"), "\(run.output)")
     }
 
     @Test func aDamagedImageIsListedWithItsReasonAndTheRestAreDone() async throws {
