@@ -20,11 +20,14 @@ extension HTTPCachePolicy {
     public func entryAttributes(of stored: StoredHTTPResponse, retention: Duration) -> EntryAttributes? {
         guard let expiry = usefulUntil(stored, retention: retention), let record = try? stored.encoded() else { return nil }
         let variant = Self.variantSection(of: stored)
-        let decidesAlone = !directives(of: stored).noCache && variant != nil
+        // Stale on arrival, it is never fresh by the prefix alone (a clock that went back would
+        // otherwise make it so).
+        let decidesAlone = !directives(of: stored).noCache && variant != nil && freshnessLeftOnArrival(of: stored) > 0
         var writer = ByteWriter()
         writer.append(Self.entryMagic)
-        writer.append(byte: 1)
+        writer.append(byte: Self.entryVersion)
         writer.append(byte: decidesAlone ? 1 : 0)
+        writer.append(uint32: fingerprint)
         writer.append(int64: stored.responseTime.addingTimeInterval(min(freshnessLeftOnArrival(of: stored), Self.longestUsefulLife)).millisecondsSince1970)
         writer.append(uint16: UInt16(variant?.count ?? 0))
         writer.append(Data(variant ?? []))
@@ -36,6 +39,8 @@ extension HTTPCachePolicy {
     /// The stored response in attributes that ``entryAttributes(of:retention:)`` made.
     /// - Parameter attributes: An entry's attributes.
     /// - Returns: The record, or `nil` when the metadata is not one (a value set by other means).
+    /// A record whose metadata begins with this module's magic but does not read (damaged, or
+    /// written by another version) is ``Reuse/unusable``: fetched anew, never served.
     public static func storedResponse(inEntry attributes: EntryAttributes) -> StoredHTTPResponse? {
         guard let offset = recordOffset(in: attributes.metadata) else { return nil }
         return try? StoredHTTPResponse(decoding: Data(attributes.metadata[(attributes.metadata.startIndex + offset)...]))
@@ -53,32 +58,52 @@ extension HTTPCachePolicy {
     public func reuse(ofEntry attributes: EntryAttributes, for request: HTTPCacheRequest, at now: Date) -> Reuse? {
         let metadata = attributes.metadata
         let fresh = metadata.withUnsafeBytes { bytes -> Bool? in
-            guard let prefix = Self.prefix(of: bytes) else { return nil }
-            guard prefix.decidesAlone, now.millisecondsSince1970 < prefix.freshUntil,
+            guard Self.hasMagic(bytes) else { return nil }
+            guard let prefix = Self.prefix(of: bytes) else { return false }
+            // Decided by the prefix only under the policy that wrote it.
+            guard prefix.decidesAlone, prefix.fingerprint == fingerprint, now.millisecondsSince1970 < prefix.freshUntil,
                   !request.headers.contains("Cache-Control"), !request.headers.contains("Pragma") else { return false }
             return Self.variantMatches(UnsafeRawBufferPointer(rebasing: bytes[prefix.variant]), request.headers)
         }
         guard let fresh else { return nil }
         if fresh { return .fresh }
-        guard let stored = Self.storedResponse(inEntry: attributes) else { return nil }
+        guard let stored = Self.storedResponse(inEntry: attributes) else { return .unusable }
         return reuse(of: stored, for: request, at: now)
+    }
+
+    /// What of this policy decides freshness, as 32 bits: an entry's prefix decides only for the
+    /// policy that wrote it.
+    var fingerprint: UInt32 {
+        let text = "\(kind == .shared ? "s" : "p") \(heuristicFraction) \(maximumHeuristicLifetime) \(servesStaleWhenDisconnected) \(unspecifiedLifetime.map { "\($0)" } ?? "-")"
+        var hash: UInt32 = 2_166_136_261
+        for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return hash
     }
 
     /// The fixed part of an entry's metadata, and where its variant section lies.
     private struct EntryPrefix {
         var decidesAlone: Bool
+        var fingerprint: UInt32
         var freshUntil: Int64
         var variant: Range<Int>
     }
 
+    private static func hasMagic(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= 4 && bytes[0] == 0x68 && bytes[1] == 0x6E && bytes[2] == 0x6B && bytes[3] == 0x45
+    }
+
     private static func prefix(of bytes: UnsafeRawBufferPointer) -> EntryPrefix? {
-        guard bytes.count >= fixedPrefixLength, bytes[0] == 0x68, bytes[1] == 0x6E, bytes[2] == 0x6B, bytes[3] == 0x45,
-              bytes[4] == 1 else { return nil }
+        guard bytes.count >= fixedPrefixLength, hasMagic(bytes), bytes[4] == entryVersion else { return nil }
+        var fingerprint: UInt32 = 0
+        for index in 6..<10 { fingerprint = fingerprint << 8 | UInt32(bytes[index]) }
         var freshUntil: Int64 = 0
-        for index in 6..<14 { freshUntil = freshUntil << 8 | Int64(bytes[index]) }
-        let variantLength = Int(bytes[14]) << 8 | Int(bytes[15])
+        for index in 10..<18 { freshUntil = freshUntil << 8 | Int64(bytes[index]) }
+        let variantLength = Int(bytes[18]) << 8 | Int(bytes[19])
         guard bytes.count >= fixedPrefixLength + variantLength else { return nil }
-        return EntryPrefix(decidesAlone: bytes[5] == 1, freshUntil: freshUntil, variant: fixedPrefixLength..<fixedPrefixLength + variantLength)
+        return EntryPrefix(
+            decidesAlone: bytes[5] == 1, fingerprint: fingerprint, freshUntil: freshUntil,
+            variant: fixedPrefixLength..<fixedPrefixLength + variantLength
+        )
     }
 
     private static func recordOffset(in metadata: Data) -> Int? {
@@ -170,7 +195,8 @@ extension HTTPCachePolicy {
     private static let longestUsefulLife: Double = 100 * 365 * 86_400
 
     private static let entryMagic = Data("hnkE".utf8)
-    /// Magic (4), version (1), flags (1), fresh until in milliseconds since 1970 (8), the variant
-    /// section's length (2).
-    private static let fixedPrefixLength = 16
+    /// Magic (4), version (1), flags (1), the writing policy's fingerprint (4), fresh until in
+    /// milliseconds since 1970 (8), the variant section's length (2).
+    private static let fixedPrefixLength = 20
+    private static let entryVersion: UInt8 = 2
 }

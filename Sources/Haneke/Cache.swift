@@ -184,8 +184,12 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         if format.derivesFromOriginal, format.name != Self.originalFormatName {
             // One flight in this format, whose original comes through the original format's own
             // flight: however many formats miss at once, the fetcher is called once.
-            return try await stack.path.fetch(key, from: ClosureFetcher { [self] key in
-                try await format.apply(to: try await fetch(key: key, formatName: Self.originalFormatName, fetcher: fetcher))
+            // A fetcher that judges its entries (HTTP) judges the derived ones too: they carry the
+            // original's attributes, and are made again when it says so.
+            let original = try self.stack(for: Self.originalFormatName).path
+            return try await stack.path.fetch(key, from: DerivingFetcher(base: fetcher, transform: format.apply(to:)) { [self] key in
+                let value = try await fetch(key: key, formatName: Self.originalFormatName, fetcher: fetcher)
+                return (value, fetcher.judgesStoredEntries ? try await original.attributes(forKey: key) : EntryAttributes())
             })
         }
         guard format.transform != nil else {
@@ -227,7 +231,16 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   `timeout`; `notFound` for `only-if-cached` when nothing stored may answer.
     public func fetch(url: URL, headers: HTTPHeaderFields = HTTPHeaderFields(), formatName: String = Cache.originalFormatName) async throws -> Value {
         let fetcher = NetworkFetcher<Value>(url: url, headers: headers, clock: clock)
-        return try await fetch(key: NetworkFetcher<Value>.cacheKey(for: url, headers: headers), formatName: formatName, fetcher: fetcher)
+        let key = NetworkFetcher<Value>.cacheKey(for: url, headers: headers)
+        if CacheControl(headers).onlyIfCached {
+            // Decided here, before any flight: a request that may not reach the origin never
+            // joins (or starts) one that does.
+            guard let value = try await stack(for: formatName).path.storedValue(key, judgedBy: fetcher) else {
+                throw StoreError(.notFound, "GET \(fetcher.redacted(url.absoluteString)) says only-if-cached, and no stored response may answer it")
+            }
+            return value
+        }
+        return try await fetch(key: key, formatName: formatName, fetcher: fetcher)
     }
 
     /// The value in the file at `path`, cached under the path (`DiskFetcher`).

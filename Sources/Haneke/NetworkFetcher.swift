@@ -58,7 +58,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// of a URL's user info is always hidden (`alice:***@`), and so is user info without a
         /// password, often a token (`***@`).
         public var sensitiveQueryItems: Set<String>
-        /// ``HTTPCachePolicy/fetcherDefault`` (a private cache's rules; a response without any
+        /// `HTTPCachePolicy.fetcherDefault` (a private cache's rules; a response without any
         /// freshness information is kept until evicted) by default: the HTTP caching rules the
         /// fetcher's entries follow; `nil` keeps every response the stack's own way, fresh until it
         /// is evicted or its format's lifetime ends, and never revalidates.
@@ -229,7 +229,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         }
         let responseTime = clock.now()
         let status = exchange.response.statusCode
-        if status == 304, let stored, let record, sent.contains("If-None-Match") || sent.contains("If-Modified-Since"),
+        if status == 304, let record, sent.contains("If-None-Match") || sent.contains("If-Modified-Since"),
            !headers.contains("If-None-Match"), !headers.contains("If-Modified-Since") {
             let fields = Self.fields(of: exchange.response)
             guard policy.notModified(fields, matches: record) else {
@@ -238,7 +238,9 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
             }
             let updated = policy.updating(record, with: fields, requestTime: requestTime, responseTime: responseTime)
             guard let attributes = policy.entryAttributes(of: updated, retention: configuration.validationRetention) else {
-                return .doNotStore(stored.value)
+                // Still the value to serve, but of no use after this read: kept expired (its value,
+                // transformed already, is not produced again).
+                return .notModified(EntryAttributes(expiresAt: responseTime))
             }
             return .notModified(attributes)
         }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 
 /// A store that ends in a fetcher: ``fetch(_:)`` reads the layers and, on a full miss, asks the
@@ -144,9 +144,15 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         if !readsAttributes {
             if !source.judgesStoredEntries {
                 if let value = try await base.readAsLayer(key, logger: logger) { return value }
-            } else if let entry = try await base.readEntryAsLayer(key, logger: logger),
-                      source.reuse(of: entry.attributes, forKey: key, at: clock.now()) == .fresh {
-                return entry.value
+            } else {
+                // Read once: a miss, or an entry the fetcher does not call fresh, goes on from here.
+                guard let entry = try await base.readEntryAsLayer(key, logger: logger) else {
+                    return try await fetchMissing(key, readAt: generation, from: source)
+                }
+                let now = clock.now()
+                let reuse = source.reuse(of: entry.attributes, forKey: key, at: now)
+                if reuse == .fresh { return entry.value }
+                return try await fetchJudged(key, entry: entry, reuse: reuse, at: now, readAt: generation, from: source)
             }
         }
         return try await fetchMissingOrCheckingAge(key, readAt: generation, from: source)
@@ -171,21 +177,12 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             return try await fetchMissing(key, readAt: generation, from: source)
         }
         let now = clock.now()
-        let judges = source.judgesStoredEntries
-        if judges, !isStale(entry.attributes, at: now) {
-            switch source.reuse(of: entry.attributes, forKey: key, at: now) {
-            case .fresh:
-                if readsAttributes { ages.withLock { $0.statistics.freshHits += 1 } }
-                return entry.value
-            case .staleWhileRevalidate:
-                startRefresh(key, at: now, from: source, stored: entry)
-                return entry.value
-            case .revalidate:
-                break   // below, as an expired entry: the fetcher decides, and a failure may serve it
-            case .refetch:
-                return try await fetchMissing(key, readAt: generation, from: source)
-            }
-        } else if !isStale(entry.attributes, at: now) {
+        if source.judgesStoredEntries {
+            // Past its expiry in the layers (inside a stale window): the fetcher revalidates it.
+            let reuse = isStale(entry.attributes, at: now) ? .revalidate : source.reuse(of: entry.attributes, forKey: key, at: now)
+            return try await fetchJudged(key, entry: entry, reuse: reuse, at: now, readAt: generation, from: source)
+        }
+        if !isStale(entry.attributes, at: now) {
             if let refreshAfter, let storedAt = entry.attributes.storedAt, now >= storedAt.addingTimeInterval(refreshAfter) {
                 startRefresh(key, at: now, from: source)
             } else {
@@ -193,12 +190,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
             return entry.value
         }
-        // Expired, inside the stale window (or to be revalidated): the fetcher is asked; if it fails
-        // the stale value is served.
+        // Expired, inside the stale window: the fetcher is asked; if it fails the stale value is served.
         do {
-            return try await fetchMissing(key, readAt: generation, from: source, stored: judges ? entry : nil)
+            return try await fetchMissing(key, readAt: generation, from: source)
         } catch {
-            if error is CancellationError || Task.isCancelled || (judges && !isStale(entry.attributes, at: now)) { throw error }
+            if error is CancellationError || Task.isCancelled { throw error }
             let first = ages.withLock { ages in
                 ages.statistics.staleHits += 1
                 ages.statistics.staleServedOnError += 1
@@ -214,6 +210,29 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         }
     }
 
+    /// What a read does with an entry its judging fetcher did not call fresh: serves it while one
+    /// background revalidation runs, revalidates it first, or fetches anew. Whether a failed
+    /// revalidation may serve it is the fetcher's decision (``FetchOutcome/servingStored``): its
+    /// rules (`must-revalidate`) govern, not the stale window.
+    @usableFromInline
+    func fetchJudged(
+        _ key: Key, entry: StoreEntry<Value>, reuse: StoredEntryReuse, at now: Date, readAt generation: UInt64,
+        from source: some Fetcher<Key, Value>
+    ) async throws -> Value {
+        switch reuse {
+        case .fresh:
+            if readsAttributes { ages.withLock { $0.statistics.freshHits += 1 } }
+            return entry.value
+        case .staleWhileRevalidate:
+            startRefresh(key, at: now, from: source, stored: entry, readAt: generation)
+            return entry.value
+        case .revalidate:
+            return try await fetchMissing(key, readAt: generation, from: source, stored: entry)
+        case .refetch:
+            return try await fetchMissing(key, readAt: generation, from: source)
+        }
+    }
+
     /// Whether an entry read from the layers is past its own expiry (its stored expiry less the
     /// stale window).
     private func isStale(_ attributes: EntryAttributes, at now: Date) -> Bool {
@@ -223,7 +242,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
 
     /// Starts the background refresh of `key` (a revalidation of `stored`, when given) unless one
     /// is under way or one failed less than `refreshAfter` ago; counts the read as a stale hit.
-    private func startRefresh(_ key: Key, at now: Date, from source: some Fetcher<Key, Value>, stored: StoreEntry<Value>? = nil) {
+    /// `generation` is the total mark taken before `stored` was read: a write since makes the
+    /// refresh read the layers again rather than revalidate what it replaced.
+    private func startRefresh(
+        _ key: Key, at now: Date, from source: some Fetcher<Key, Value>, stored: StoreEntry<Value>? = nil, readAt generation: UInt64? = nil
+    ) {
         ages.withLock { state in
             state.statistics.staleHits += 1
             guard state.refreshing[key] == nil else { return }
@@ -235,10 +258,10 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
                 do {
                     _ = try await flights.value(for: key) { [self] in
                         defer { writes.recordFill() }
-                        return try await produce(key, readAt: writes.totalMark, from: source, stored: stored)
+                        return try await produce(key, readAt: generation ?? writes.totalMark, from: source, stored: stored, refreshing: true)
                     }
                 } catch {
-                    let retry = clock.now().addingTimeInterval(refreshAfter ?? 0)
+                    let retry = clock.now().addingTimeInterval(refreshAfter ?? Self.revalidationBackoff)
                     ages.withLock { ages in
                         ages.statistics.refreshFailures += 1
                         ages.notBefore[key] = retry
@@ -413,8 +436,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
     }
 
     /// Calls the fetcher (with `stored`, the entry to revalidate) and writes what it produced.
+    /// `refreshing` when a background refresh runs it: a stored value served because the source
+    /// failed was then served to no one, and is a failed refresh.
     private func produce(
-        _ key: Key, readAt generation: UInt64, from source: some Fetcher<Key, Value>, stored: StoreEntry<Value>?
+        _ key: Key, readAt generation: UInt64, from source: some Fetcher<Key, Value>, stored: StoreEntry<Value>?,
+        refreshing: Bool = false
     ) async throws -> Value {
         let keyMark = writes.mark(for: key)
         var stored = stored
@@ -448,11 +474,11 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             fetcherCounter.recordError()
         } else {
             fetcherCounter.recordHit()
-        }
-        if readsAttributes || source.judgesStoredEntries {
-            ages.withLock { ages in
-                ages.servingStale.remove(key)
-                ages.notBefore[key] = nil
+            if readsAttributes || source.judgesStoredEntries {
+                ages.withLock { ages in
+                    ages.servingStale.remove(key)
+                    ages.notBefore[key] = nil
+                }
             }
         }
         let value: Value
@@ -475,9 +501,20 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
         case .servingStored:
             guard let stored else { throw Self.noStoredEntry(key, "servingStored") }
-            ages.withLock { ages in
+            let retry = clock.now().addingTimeInterval(refreshAfter ?? Self.revalidationBackoff)
+            let first = ages.withLock { ages in
+                if refreshing {
+                    // Served to no one: the read that started the refresh had its value already.
+                    ages.statistics.refreshFailures += 1
+                    ages.notBefore[key] = retry
+                    return false
+                }
                 ages.statistics.staleHits += 1
                 ages.statistics.staleServedOnError += 1
+                return ages.servingStale.insert(key).inserted
+            }
+            if first {
+                logger.warning("The source failed; serving the stored value, as its rules allow", metadata: ["key": "\(Logger.describe(key))"])
             }
             return stored.value
         }
@@ -496,9 +533,21 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         return value
     }
 
+    /// Seconds before another background revalidation of a key whose last one failed, when no
+    /// `refreshAfter` says: a source that is down is not asked again on every read.
+    private static var revalidationBackoff: Double { 1 }
+
     /// The error of a fetcher that answered about a stored entry it was not given.
     private static func noStoredEntry(_ key: Key, _ outcome: String) -> StoreError {
         StoreError(.unavailable, "The fetcher answered \(outcome) for key \(Logger.describe(key)), but it was given no stored entry")
+    }
+
+    /// The value the layers hold for `key` if `source` calls it fresh, without asking the source
+    /// (a request that may not reach the origin: `only-if-cached`); `nil` otherwise.
+    package func storedValue(_ key: Key, judgedBy source: some Fetcher<Key, Value>) async throws -> Value? {
+        guard let entry = try await readFreshEntryAsLayer(key) else { return nil }
+        guard source.judgesStoredEntries else { return entry.value }
+        return source.reuse(of: entry.attributes, forKey: key, at: clock.now()) == .fresh ? entry.value : nil
     }
 
     /// Reads the entry the way ``readFreshAsLayer(_:)`` reads a value.

@@ -378,18 +378,90 @@ struct HTTPFetchTests {
         let strict = server.baseURL.appendingPathComponent("strict")
         do {
             _ = try await cache.fetch(url: url)
-            origin.answer { _ in self.ok("ok", [("Cache-Control", "max-age=60, must-revalidate")]) }
+            // With a validator, so that it is kept past its freshness to be revalidated.
+            origin.answer { _ in self.ok("ok", [("Cache-Control", "max-age=60, must-revalidate"), ("ETag", "\"s\"")]) }
             _ = try await cache.fetch(url: strict)
         } catch {
             await server.shutdown()
             throw error
         }
         await server.shutdown()
+        // The port held, not listening, until the test ends: refused, and no other test's server
+        // can take it meanwhile.
+        let held = try Self.hold(port: server.port)
+        defer { close(held) }
         clock.advance(by: .seconds(61))
         #expect(try await cache.fetch(url: url) == "ok")
         // Refused, or reset on a connection kept alive from before the shutdown.
         let error = await #expect(throws: StoreError.self) { try await cache.fetch(url: strict) }
         #expect(error?.code == .unavailable || error?.code == .missingData)
+    }
+
+    /// A socket bound to `port` on 127.0.0.1 that never listens.
+    static func hold(port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            close(descriptor)
+            throw StoreError(.io, "could not hold port \(port)", posixCode: POSIXErrorCode(rawValue: errno))
+        }
+        return descriptor
+    }
+
+    @Test func aFailedBackgroundRevalidationIsNotRetriedOnEveryRead() async throws {
+        try await withOrigin({ _ in
+            self.ok("kept", [("Cache-Control", "max-age=60, stale-while-revalidate=600, stale-if-error=600"), ("ETag", "\"k\"")])
+        }) { origin, cache, url, _ async throws in
+            _ = try await cache.fetch(url: url)
+            clock.advance(by: .seconds(70))
+            origin.answer { _ in .init(status: 503, body: Data("down".utf8)) }
+            #expect(try await cache.fetch(url: url) == "kept")
+            try await cache.waitForRefreshes()
+            #expect(origin.requests.count == 2)
+            // Within the backoff, reads are served and ask nothing.
+            for _ in 0..<5 { #expect(try await cache.fetch(url: url) == "kept") }
+            try await cache.waitForRefreshes()
+            #expect(origin.requests.count == 2)
+            #expect(try cache.freshnessStatistics().refreshFailures == 1)
+            clock.advance(by: .seconds(2))
+            _ = try await cache.fetch(url: url)
+            try await cache.waitForRefreshes()
+            #expect(origin.requests.count == 3)
+        }
+    }
+
+    // MARK: - Formats
+
+    /// A format derived from the original keeps its rules: made again once the original changed,
+    /// never kept when the original was not.
+    @Test func aDerivedFormatFollowsTheOriginalsRules() async throws {
+        try await withOrigin({ _ in self.ok("v1", [("Cache-Control", "max-age=60"), ("ETag", "\"1\"")]) }) { origin, cache, url, _ async throws in
+            var upper = Format<String>(name: "upper") { $0.uppercased() }
+            upper.derivesFromOriginal = true
+            cache.addFormat(upper)
+            #expect(try await cache.fetch(url: url, formatName: "upper") == "V1")
+            #expect(try await cache.fetch(url: url, formatName: "upper") == "V1")
+            #expect(origin.requests.count == 1)
+            clock.advance(by: .seconds(61))
+            origin.answer { _ in self.ok("v2", [("Cache-Control", "max-age=60"), ("ETag", "\"2\"")]) }
+            #expect(try await cache.fetch(url: url, formatName: "upper") == "V2")
+            #expect(try await cache.fetch(url: url) == "v2")
+            #expect(origin.requests.count == 2)
+
+            let secret = url.appendingPathComponent("secret")
+            origin.answer { _ in self.ok("s", [("Cache-Control", "no-store")]) }
+            _ = try await cache.fetch(url: secret, formatName: "upper")
+            _ = try await cache.fetch(url: secret, formatName: "upper")
+            #expect(origin.requests.count == 4)
+        }
     }
 
     // MARK: - Whole responses

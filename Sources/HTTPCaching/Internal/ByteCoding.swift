@@ -10,6 +10,9 @@ struct ByteWriter {
         data.append(UInt8(value >> 8))
         data.append(UInt8(value & 0xFF))
     }
+    mutating func append(uint32 value: UInt32) {
+        for shift in stride(from: 24, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
     mutating func append(int64 value: Int64) {
         for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: value >> Int64(shift))) }
     }

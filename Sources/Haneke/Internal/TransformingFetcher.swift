@@ -27,3 +27,31 @@ struct TransformingFetcher<Base: Fetcher>: Fetcher where Base.Key == String {
         }
     }
 }
+
+/// The fetcher of a format that derives from the original format: the original comes through that
+/// format (its own flight, cache and rules), and is transformed. With a fetcher that judges its
+/// entries, a derived entry carries the original's attributes, is judged as the original would be,
+/// and is not kept when the original was not (`no-store`).
+struct DerivingFetcher<Base: Fetcher>: Fetcher where Base.Key == String {
+    let base: Base
+    let transform: @Sendable (Base.Value) async throws -> Base.Value
+    /// The original's value, and its attributes as its format keeps them (`nil` when it kept none).
+    let original: @Sendable (String) async throws -> (Base.Value, EntryAttributes?)
+
+    func fetch(_ key: String) async throws -> Base.Value {
+        try await transform(try await original(key).0)
+    }
+
+    var judgesStoredEntries: Bool { base.judgesStoredEntries }
+
+    func reuse(of attributes: EntryAttributes, forKey key: String, at now: Date) -> StoredEntryReuse {
+        base.reuse(of: attributes, forKey: key, at: now)
+    }
+
+    func fetch(_ key: String, stored: StoreEntry<Base.Value>?) async throws -> FetchOutcome<Base.Value> {
+        let (value, attributes) = try await original(key)
+        let derived = try await transform(value)
+        guard let attributes else { return base.judgesStoredEntries ? .doNotStore(derived) : .store(StoreEntry(value: derived)) }
+        return .store(StoreEntry(value: derived, attributes: attributes))
+    }
+}
