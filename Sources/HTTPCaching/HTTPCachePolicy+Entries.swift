@@ -71,13 +71,18 @@ extension HTTPCachePolicy {
         return reuse(of: stored, for: request, at: now)
     }
 
-    /// What of this policy decides freshness, as 32 bits: an entry's prefix decides only for the
-    /// policy that wrote it.
-    var fingerprint: UInt32 {
-        let text = "\(kind == .shared ? "s" : "p") \(heuristicFraction) \(maximumHeuristicLifetime) \(servesStaleWhenDisconnected) \(unspecifiedLifetime.map { "\($0)" } ?? "-")"
-        var hash: UInt32 = 2_166_136_261
-        for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return hash
+    /// ``fingerprint`` computed from the settings: one multiply per setting, over its bits.
+    var computedFingerprint: UInt32 {
+        var hash: UInt64 = 14_695_981_039_346_656_037
+        func mix(_ value: UInt64) { hash = (hash ^ value) &* 1_099_511_628_211 }
+        mix(kind == .shared ? 1 : 0)
+        mix(heuristicFraction.bitPattern)
+        mix(UInt64(bitPattern: maximumHeuristicLifetime.components.seconds))
+        mix(UInt64(bitPattern: maximumHeuristicLifetime.components.attoseconds))
+        mix(servesStaleWhenDisconnected ? 1 : 0)
+        mix(UInt64(bitPattern: unspecifiedLifetime?.components.seconds ?? -1))
+        mix(UInt64(bitPattern: unspecifiedLifetime?.components.attoseconds ?? -1))
+        return UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
     }
 
     /// The fixed part of an entry's metadata, and where its variant section lies.

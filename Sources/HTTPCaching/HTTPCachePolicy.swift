@@ -51,22 +51,25 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     }
 
     /// `.private` by default: whose cache this is.
-    public var kind: Kind
+    public var kind: Kind { didSet { fingerprint = computedFingerprint } }
     /// `0.1` by default: a response without an explicit lifetime that may get a heuristic one stays
     /// fresh for this fraction of the time since its `Last-Modified` (RFC 9111 §4.2.2).
-    public var heuristicFraction: Double
+    public var heuristicFraction: Double { didSet { fingerprint = computedFingerprint } }
     /// `1 day` by default: the longest heuristic lifetime.
-    public var maximumHeuristicLifetime: Duration
+    public var maximumHeuristicLifetime: Duration { didSet { fingerprint = computedFingerprint } }
     /// `true` by default: when the origin cannot be reached at all (no response), a stale response
     /// may be served unless a directive forbids serving it stale (RFC 9111 §4.2.4 allows this to
     /// a disconnected cache); see ``mayServeStaleWhenDisconnected(_:)``.
-    public var servesStaleWhenDisconnected: Bool
+    public var servesStaleWhenDisconnected: Bool { didSet { fingerprint = computedFingerprint } }
     /// `nil` (none) by default: the lifetime of a heuristically cacheable response that says
     /// nothing of its freshness (no `max-age`, `Expires` or `Last-Modified`). RFC 9111 §4.2.2 leaves
     /// such a heuristic to the cache; ``fetcherDefault`` gives one of a hundred years, so that a
     /// `NetworkFetcher` keeps, until evicted, what a server sends without caching headers, as
     /// Haneke always has.
-    public var unspecifiedLifetime: Duration?
+    public var unspecifiedLifetime: Duration? { didSet { fingerprint = computedFingerprint } }
+    /// What of this policy decides freshness, as 32 bits, kept up to date by the settings' `didSet`
+    /// (read on every entry read: an entry's prefix decides only for the policy that wrote it).
+    private(set) var fingerprint: UInt32 = 0
 
     /// The policy a `NetworkFetcher` follows by default: a private cache's, with an
     /// ``unspecifiedLifetime`` of a hundred years.
@@ -93,6 +96,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         self.maximumHeuristicLifetime = maximumHeuristicLifetime
         self.servesStaleWhenDisconnected = servesStaleWhenDisconnected
         self.unspecifiedLifetime = unspecifiedLifetime
+        fingerprint = computedFingerprint
     }
 
     /// The status codes whose responses may get a heuristic lifetime (RFC 9110 §15.1).

@@ -232,7 +232,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     public func fetch(url: URL, headers: HTTPHeaderFields = HTTPHeaderFields(), formatName: String = Cache.originalFormatName) async throws -> Value {
         let fetcher = NetworkFetcher<Value>(url: url, headers: headers, clock: clock)
         let key = NetworkFetcher<Value>.cacheKey(for: url, headers: headers)
-        if CacheControl(headers).onlyIfCached {
+        if !headers.isEmpty, CacheControl(headers).onlyIfCached {
             // Decided here, before any flight: a request that may not reach the origin never
             // joins (or starts) one that does.
             guard let value = try await stack(for: formatName).path.storedValue(key, judgedBy: fetcher) else {
