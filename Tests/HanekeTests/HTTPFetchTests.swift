@@ -371,49 +371,57 @@ struct HTTPFetchTests {
     }
 
     @Test func anOriginThatCannotBeReachedLetsAStaleResponseBeServedUnlessForbidden() async throws {
-        let origin = Origin { _ in self.ok("ok", [("Cache-Control", "max-age=60"), ("ETag", "\"d\"")]) }
-        let server = try await LoopbackHTTPServer.start { origin.respond(to: $0) }
-        let cache = makeCache()
-        let url = server.baseURL.appendingPathComponent("page")
-        let strict = server.baseURL.appendingPathComponent("strict")
-        do {
-            _ = try await cache.fetch(url: url)
-            // With a validator, so that it is kept past its freshness to be revalidated.
-            origin.answer { _ in self.ok("ok", [("Cache-Control", "max-age=60, must-revalidate"), ("ETag", "\"s\"")]) }
-            _ = try await cache.fetch(url: strict)
-        } catch {
-            await server.shutdown()
-            throw error
-        }
-        await server.shutdown()
-        // The port held, not listening, until the test ends: refused, and no other test's server
-        // can take it meanwhile.
-        let held = try Self.hold(port: server.port)
+        // An origin that refuses every connection: a port held, bound and never listening (no
+        // other test's server can take it meanwhile).
+        let (held, port) = try Self.holdPort()
         defer { close(held) }
+        let cache = makeCache()
+        let url = URL(string: "http://127.0.0.1:\(port)/page")!
+        let strict = URL(string: "http://127.0.0.1:\(port)/strict")!
+        // What a fetch stored a minute ago, with a validator so that it is kept to be revalidated.
+        try await store("ok", ["Cache-Control": "max-age=60", "ETag": "\"d\""], for: url, in: cache)
+        try await store("ok", ["Cache-Control": "max-age=60, must-revalidate", "ETag": "\"s\""], for: strict, in: cache)
         clock.advance(by: .seconds(61))
         #expect(try await cache.fetch(url: url) == "ok")
-        // Refused, or reset on a connection kept alive from before the shutdown.
+        #expect(try cache.freshnessStatistics().staleServedOnError == 1)
         let error = await #expect(throws: StoreError.self) { try await cache.fetch(url: strict) }
         #expect(error?.code == .unavailable || error?.code == .missingData)
     }
 
-    /// A socket bound to `port` on 127.0.0.1 that never listens.
-    static func hold(port: Int) throws -> Int32 {
+    /// Stores `body` for `url` as `NetworkFetcher` would have stored its response, now.
+    func store(_ body: String, _ headers: HTTPHeaderFields, for url: URL, in cache: Cache<String>) async throws {
+        let policy = HTTPCachePolicy.fetcherDefault
+        let request = HTTPCacheRequest(uri: url.absoluteString)
+        var fields = headers
+        fields.add(name: "Date", value: HTTPDate.format(clock.now()))
+        let stored = policy.storedResponse(HTTPResponse(status: 200, headers: fields), for: request, requestTime: clock.now(), responseTime: clock.now())
+        let attributes = try #require(policy.entryAttributes(of: stored, retention: .seconds(86_400)))
+        _ = try await cache.fetch(key: url.absoluteString, fetcher: EntryFetcher(entry: StoreEntry(value: body, attributes: attributes)))
+    }
+
+    /// Hands over one prepared entry.
+    struct EntryFetcher: Fetcher {
+        let entry: StoreEntry<String>
+        func fetch(_ key: String) async throws -> String { entry.value }
+        func fetchEntry(_ key: String) async throws -> StoreEntry<String> { entry }
+    }
+
+    /// A socket bound to a free port on 127.0.0.1 that never listens, and the port.
+    static func holdPort() throws -> (Int32, Int) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var reuse: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
         }
-        guard bound == 0 else {
+        guard bound else {
             close(descriptor)
-            throw StoreError(.io, "could not hold port \(port)", posixCode: POSIXErrorCode(rawValue: errno))
+            throw StoreError(.io, "could not hold a port", posixCode: POSIXErrorCode(rawValue: errno))
         }
-        return descriptor
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     @Test func aFailedBackgroundRevalidationIsNotRetriedOnEveryRead() async throws {
