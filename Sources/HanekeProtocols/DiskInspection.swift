@@ -157,7 +157,7 @@ package struct DiskInspection: Sendable {
     /// What a named part's files are, as `inspect` and `stats` list them ("database, log and index").
     package var filesDescription: String
     /// What the part's items are called in `verify` ("file", "row": "3 rows checked", `rowsChecked`,
-    /// "deleted 1 row(s)").
+    /// "deleted 1 row", "deleted 2 rows").
     package var itemName: String
     /// The store folder examined.
     package var folder: String

@@ -121,7 +121,7 @@ struct CorruptionTests {
         // with contents at an entry's name (a store never empties a folder it did not make) and a
         // file at a shard's name.
         #expect(repair.status == 1, "\(repair.output) \(repair.stderr)")
-        #expect(repair.output.contains("kept 4 path(s)"), "\(repair.output)")
+        #expect(repair.output.contains("kept 4 paths"), "\(repair.output)")
         let clean = try await ChildProcess.run(haneke, ["verify", directory.path, "--quiet"])
         let remaining = clean.output.split(separator: "\n").filter { $0.contains(": ") && !$0.contains("files checked") }
         #expect(remaining.count == 4, "\(clean.output)")
