@@ -68,9 +68,12 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         public var validationRetention: Duration
 
         /// The default ``sensitiveQueryItems``: `token`, `access_token`, `refresh_token`,
-        /// `id_token`, `api_key`, `apikey`, `key`, `signature`, `sig`, `password`, `passwd`,
-        /// `secret`, `client_secret` and the `x-amz-` signature, credential and security token.
-        /// Every key the cache shows in its logs is shown with these hidden too.
+        /// `id_token`, `api_key`, `apikey`, `key`, `signature`, `sig`, `password`, `passwd`, `pass`,
+        /// `secret`, `client_secret`, `private_key`, `credential`, `credentials`, `assertion`,
+        /// `otp`, `code` (OAuth's), `session`, `sessionid`, `session_id`, `sid`, `jwt`, `auth`,
+        /// `authorization`, the `x-amz-` signature, credential and security token, and the
+        /// `x-goog-` signature and credential with `googleaccessid`. Every key the cache shows in
+        /// its logs is shown with these hidden too, and so does the `haneke` tool.
         public static var defaultSensitiveQueryItems: Set<String> { Redaction.defaultSensitiveQueryItems }
 
         /// Creates a configuration.

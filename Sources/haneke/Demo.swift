@@ -96,7 +96,7 @@ struct Demo: AsyncParsableCommand {
             print("\nbytes: \(ByteSize.format(compression.bytesBeforeCompression)) of JSON → \(ByteSize.format(compression.bytesAfterCompression)) of LZ4 frames (ratio \(String(format: "%.2f", compression.ratio ?? 0))) → \(ByteSize.format(inFiles)) in files with their headers, \(ByteSize.format(disk.totalSize + disk.metadataSize)) on disk in blocks, as du counts\n")
             print("a few files (each named by the MD5 of its key, in a shard folder of its first two digits):")
             for entry in entries.prefix(3) {
-                print("  \(shown(entry.key))\n    → \(shown(entry.path))")
+                print("  \(shownKey(entry.key))\n    → \(shown(entry.path))")
             }
             let tool = toolInvocation
             let folder = deleting ? "DIR/" + (disk.directory as NSString).lastPathComponent : Self.shellWord(disk.directory)

@@ -29,7 +29,7 @@ extension DiskInspection.Problem {
     /// its key, escaped and cut.
     /// - Parameter itemName: What its part's items are called ("row").
     func line(itemName: String) -> String {
-        let row = id.map { id in "\(itemName) \(String(UInt64(bitPattern: id), radix: 16, uppercase: true)) (key \(shown(key ?? "", quoted: true))): " } ?? ""
+        let row = id.map { id in "\(itemName) \(String(UInt64(bitPattern: id), radix: 16, uppercase: true)) (key \(shownKey(key ?? "", quoted: true))): " } ?? ""
         return "\(label): \(shown(path)): \(row)\(reason)"
     }
 }

@@ -7,10 +7,12 @@ struct Inspect: ParsableCommand {
         abstract: "List the entries of a cache folder, most recently used first.",
         discussion: """
         One row per entry: key, file, payload size, file length, blocks on disk, created, expires, \
-        last access. Nothing is changed.
+        last access. Nothing is changed. A key that is a URL is shown without its secrets (its \
+        user info, and the values of query items such as token, signature, code or \
+        X-Goog-Signature, as ***) unless --show-secrets.
 
         --json prints an array with one object per entry, keys sorted, every field always there: \
-        key (whole), file (its path), payloadSize, storedSize (file length), allocatedSize (bytes \
+        key (whole, its secrets hidden the same way), file (its path), payloadSize, storedSize (file length), allocatedSize (bytes \
         on disk), created, expires and lastAccess (ISO 8601 dates; expires and lastAccess null \
         when there are none).
 
@@ -29,8 +31,10 @@ struct Inspect: ParsableCommand {
     var json = false
 
     @OptionGroup var progressOptions: ProgressOptions
+    @OptionGroup var secretOptions: SecretOptions
 
     func run() throws {
+        secretOptions.apply()
         let folder = try requireStoreFolder(directory)
         let parts = try diskEngines.compactMap { try inspect($0, in: folder, judge: nil, progress: progressOptions.line()) }
         if json {
@@ -52,7 +56,7 @@ struct Inspect: ParsableCommand {
             ["key", "file", "payload", "in file", "on disk", "created", "expires", "last access"],
             part.entries.map { entry in
                 [
-                    shown(entry.key),
+                    shownKey(entry.key),
                     String(entry.location.dropFirst(folder.count + 1)),
                     ByteSize.format(entry.payloadSize),
                     ByteSize.format(entry.storedSize),
@@ -77,7 +81,7 @@ struct Inspect: ParsableCommand {
             ["key", "payload", "created", "expires", "last access"],
             part.entries.map { entry in
                 [
-                    shown(entry.key),
+                    shownKey(entry.key),
                     ByteSize.format(entry.payloadSize),
                     entry.created.iso8601,
                     entry.expires?.iso8601 ?? "never",
@@ -103,7 +107,7 @@ struct Inspect: ParsableCommand {
 
         /// An entry of any part: `file` is its own file, or the one it shares.
         init(_ entry: DiskInspection.Entry) {
-            key = entry.key
+            key = printedKey(entry.key)
             file = entry.location
             payloadSize = entry.payloadSize
             storedSize = entry.storedSize

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Haneke
 import Logging
+import HanekeProtocols
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -233,6 +235,33 @@ struct OrNull<Wrapped: Encodable>: Encodable {
 }
 
 /// The option that turns progress off, shared by the commands that show it.
+/// Whether keys are printed with their secrets (`--show-secrets`): by default a key that is a URL
+/// shows its user info and the values of its sensitive query items (`token`, `signature`, `code`,
+/// `X-Goog-Signature`, …) as `***`, as the library's logs and errors do.
+let secretsShown = Atomic<Bool>(false)
+
+/// `key` as the tool prints it: without its secrets unless `--show-secrets`, then escaped and cut
+/// by ``shown(_:quoted:limit:)``.
+func shownKey(_ key: String, quoted: Bool = false) -> String {
+    shown(printedKey(key), quoted: quoted)
+}
+
+/// `key` without its secrets unless `--show-secrets` (JSON output: escaped by JSON, not cut).
+func printedKey(_ key: String) -> String {
+    secretsShown.load(ordering: .relaxed) ? key : Redaction.redactingURL(key)
+}
+
+/// `--show-secrets`, for the commands that print keys.
+struct SecretOptions: ParsableArguments {
+    @Flag(help: "Print keys whole, with the values of their tokens, signatures and passwords (shown as *** by default).")
+    var showSecrets = false
+
+    /// Applies the choice to every key printed from now on.
+    func apply() {
+        secretsShown.store(showSecrets, ordering: .relaxed)
+    }
+}
+
 struct ProgressOptions: ParsableArguments {
     @Flag(help: "Do not show progress on stderr (shown only when stderr is a terminal).")
     var quiet = false

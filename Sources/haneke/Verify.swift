@@ -51,6 +51,7 @@ struct Verify: ParsableCommand {
     var json = false
 
     @OptionGroup var progressOptions: ProgressOptions
+    @OptionGroup var secretOptions: SecretOptions
 
     func validate() throws {
         if removeForeign, !repair {
@@ -59,6 +60,7 @@ struct Verify: ParsableCommand {
     }
 
     func run() throws {
+        secretOptions.apply()
         let folder = try requireStoreFolder(directory)
         let judge = PayloadJudge(payloadOptions)
         // Each part examined, then repaired, in the engines' order; a repair that keeps nothing
@@ -233,7 +235,7 @@ struct Verify: ParsableCommand {
             try container.encode(inspection.path, forKey: "path")
             try container.encode(inspection.examined, forKey: JSONKey("\(inspection.itemName)sChecked"))
             try container.encode(inspection.entries.count, forKey: "valid")
-            try container.encode(inspection.problems.map { Problem(kind: $0.kind, id: OrNull($0.id), key: OrNull($0.key), reason: $0.reason) }, forKey: "problems")
+            try container.encode(inspection.problems.map { Problem(kind: $0.kind, id: OrNull($0.id), key: OrNull($0.key.map(printedKey)), reason: $0.reason) }, forKey: "problems")
             if let outcome = part.repair {
                 var repair = container.nestedContainer(keyedBy: JSONKey.self, forKey: "repair")
                 try repair.encode(outcome.removed.count, forKey: JSONKey("deleted\(item)s"))

@@ -264,6 +264,22 @@ struct HanekeToolTests {
         #expect(run.stderr == "haneke: Could not reach \(folder): Permission denied (errno 13 EACCES)\n", "\(run.stderr)")
     }
 
+    /// A key that is a URL is printed without its secrets, in tables and JSON alike, unless
+    /// `--show-secrets`.
+    @Test func keysArePrintedWithoutTheirSecretsUnlessAsked() async throws {
+        let directory = try TemporaryDirectory()
+        let key = "https://alice:pa55@api.example.com/files?X-Goog-Signature=g00g&code=c0de&sessionid=5e55&page=2"
+        let folder = try await Self.makeStore(in: directory, keys: [key])
+        for arguments in [["inspect", folder], ["inspect", folder, "--json"]] {
+            let run = try await Self.haneke(arguments)
+            #expect(run.status == 0, "\(run.stderr)")
+            for secret in ["pa55", "g00g", "c0de", "5e55"] { #expect(!run.output.contains(secret), "\(arguments): \(run.output)") }
+            #expect(run.output.contains("alice:***@api.example.com/files?X-Goog-Signature=***&code=***&sessionid=***&page=2"), "\(run.output)")
+        }
+        let shown = try await Self.haneke("inspect", folder, "--json", "--show-secrets")
+        #expect(shown.output.contains(key), "\(shown.output)")
+    }
+
     @Test func statsTellsDiskFromFiles() async throws {
         let directory = try TemporaryDirectory()
         let folder = try await Self.makeStore(in: directory, keys: (0..<8).map { "key-\($0)" })

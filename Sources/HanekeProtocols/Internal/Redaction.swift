@@ -8,8 +8,11 @@ package enum Redaction {
     /// tokens, keys, signatures and passwords. Compared without regard to case.
     package static let defaultSensitiveQueryItems: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key",
-        "signature", "sig", "password", "passwd", "secret", "client_secret",
+        "signature", "sig", "password", "passwd", "pass", "secret", "client_secret",
         "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+        "x-goog-signature", "x-goog-credential", "googleaccessid",
+        "code", "session", "sessionid", "session_id", "sid", "jwt", "auth", "authorization",
+        "private_key", "credential", "credentials", "assertion", "otp",
     ]
 
     /// `url` with its secrets hidden. Textual, so that it works on what `URLComponents` refuses
