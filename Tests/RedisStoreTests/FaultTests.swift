@@ -169,6 +169,23 @@ struct FaultTests {
         }
     }
 
+    /// A server's error text reaches errors escaped and cut: no terminal escape, bell or
+    /// backspace, and not its 60 KB.
+    @Test func aServersErrorTextIsEscapedAndCut() async throws {
+        let hostile = "ERR \u{1b}[2J\u{07}\u{08}" + String(repeating: "x", count: 60_000)
+        let server = try await ScriptedRedisServer.start { name, _ in
+            name == "PING" ? .bytes("+PONG\r\n") : .bytes("-" + hostile + "\r\n")
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            let error = try #require(await #expect(throws: StoreError.self) { try await store.value(forKey: "k") })
+            let text = "\(error)"
+            #expect(text.contains("Redis answered with an error: ERR \\u{1b}[2J\\u{7}\\u{8}xxx"), "\(text.prefix(300))")
+            #expect(!text.unicodeScalars.contains { $0.value < 0x20 }, "\(text.prefix(300))")
+            #expect(text.utf8.count < 1_000, "\(text.utf8.count) bytes")
+        }
+    }
+
     @Test func aCommandWhoseConnectionClosesIsSentAgainOnANewOne() async throws {
         let gets = Locked(0)
         let server = try await ScriptedRedisServer.start { name, _ in

@@ -1,3 +1,5 @@
+import HanekeProtocols
+import Logging
 import NIOCore
 
 /// One value of the Redis serialization protocol, version 2 (RESP2): what a command is sent as (an
@@ -43,12 +45,10 @@ enum RESPValue: Hashable, Sendable {
         }
     }
 
-    /// The reply in a line, for error messages: strings and errors verbatim (cut to 120 bytes),
-    /// other types by their shape.
+    /// The reply in a line, for error messages: strings and errors escaped and cut
+    /// (`Logger.describe`), other types by their shape.
     var summary: String {
-        func cut(_ text: String) -> String {
-            text.utf8.count <= 120 ? text : String(decoding: text.utf8.prefix(120), as: UTF8.self) + "…"
-        }
+        func cut(_ text: String) -> String { Logger.describe(text) }
         switch self {
         case .simpleString(let text): return "+" + cut(text)
         case .error(let text): return "-" + cut(text)

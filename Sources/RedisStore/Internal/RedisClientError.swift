@@ -1,4 +1,5 @@
 import HanekeProtocols
+import Logging
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
@@ -38,13 +39,14 @@ enum RedisClientError: Error, CustomStringConvertible {
         case .connectFailed(let cause):
             "could not connect (\(Self.describeConnectFailure(cause)))"
         case .handshakeRefused(let command, let reply):
-            "the server refused \(command): \(reply)"
+            "the server refused \(command): \(Logger.describe(reply))"
         case .backingOff(let lastError, let retryIn):
             "\(lastError); the next connection attempt is in \(Self.describe(retryIn))"
         case .shutDown:
             "the store was shut down"
         case .errorReply(let message):
-            "Redis answered with an error: \(message)"
+            // The server's words, escaped and cut (a reply may hold terminal escapes, or 60 KB).
+            "Redis answered with an error: \(Logger.describe(message))"
         }
     }
 
