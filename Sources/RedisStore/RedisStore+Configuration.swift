@@ -59,6 +59,12 @@ extension RedisStore {
         /// it found), so at the default `scanCount` the default limit is enough for a database of
         /// about 100 million keys. Values below 1 count as 1.
         public var maximumScanRounds: Int?
+        /// `64 MiB` by default: the largest value the store writes or reads (its envelope
+        /// included), at most ``RedisStore/RedisStore/maximumValueSize`` (Redis's own 512 MiB). A reply larger
+        /// than this (and a little room for its framing) is refused as it arrives and its
+        /// connection dropped, so each connection holds at most about this much memory for a reply;
+        /// a larger write throws `valueTooLarge`.
+        public var maximumValueSize: Int
 
         /// Creates a configuration.
         /// - Parameters:
@@ -77,6 +83,7 @@ extension RedisStore {
         ///   - scanCount: The batch size of `removeAll()`; `1000` by default.
         ///   - maximumScanRounds: The most `SCAN` rounds of one `removeAll()`; `100_000` by default,
         ///     `nil` for no limit.
+        ///   - maximumValueSize: The largest value written or read; `64 MiB` by default.
         public init(
             host: String = "127.0.0.1",
             port: Int = 6379,
@@ -91,7 +98,8 @@ extension RedisStore {
             minimumReconnectDelay: Duration = .milliseconds(100),
             maximumReconnectDelay: Duration = .seconds(5),
             scanCount: Int = 1000,
-            maximumScanRounds: Int? = 100_000
+            maximumScanRounds: Int? = 100_000,
+            maximumValueSize: Int = 64 << 20
         ) {
             self.host = host
             self.port = port
@@ -107,6 +115,7 @@ extension RedisStore {
             self.maximumReconnectDelay = maximumReconnectDelay
             self.scanCount = scanCount
             self.maximumScanRounds = maximumScanRounds
+            self.maximumValueSize = maximumValueSize
         }
 
         /// Creates a configuration from a URL of the form `redis://[[user]:password@]host[:port][/database]`,
@@ -246,4 +255,11 @@ struct RedisURL {
 extension StoreError.Code {
     /// A store's configuration cannot be used: an invalid Redis URL.
     public static let invalidConfiguration = StoreError.Code("invalidConfiguration")
+}
+
+extension RedisStore.Configuration {
+    /// ``maximumValueSize`` within what Redis accepts, and at least 1 KiB.
+    var effectiveMaximumValueSize: Int {
+        min(max(maximumValueSize, 1 << 10), RedisStore.maximumValueSize)
+    }
 }

@@ -319,8 +319,9 @@ extension RedisStore {
         do {
             try attributes.checkMetadataSize(forKey: key)
             let size = valueSize + Envelope.headerSize + attributes.metadata.count
-            guard size <= Self.maximumValueSize else {
-                throw StoreError(.valueTooLarge, "The \(valueSize)-byte value for key \(Logger.describe(key)) is larger than Redis accepts (512 MiB, with its \(size - valueSize)-byte header and metadata)")
+            let limit = configuration.effectiveMaximumValueSize
+            guard size <= limit else {
+                throw StoreError(.valueTooLarge, "The \(valueSize)-byte value for key \(Logger.describe(key)) is larger than the store's maximumValueSize (\(limit) bytes, with its \(size - valueSize)-byte header and metadata)")
             }
             if let timeToLive = configuration.timeToLive, timeToLive <= .zero {
                 throw StoreError(.invalidConfiguration, "Could not write key \(Logger.describe(key)): the time to live is \(timeToLive); it must be positive (nil keeps values until they are removed)")

@@ -64,7 +64,8 @@ public final class RedisStore: Store {
     private let maximumScanRounds: Int?
     let allocator = ByteBufferAllocator()
 
-    /// The largest value Redis accepts (its `proto-max-bulk-len`), 512 MiB.
+    /// The largest value Redis accepts (its `proto-max-bulk-len`), 512 MiB: the most
+    /// ``RedisStore/RedisStore/Configuration-swift.struct/maximumValueSize`` may be.
     public static let maximumValueSize = 512 << 20
 
     /// Creates a store; it connects on first use, so this never waits and never fails.
@@ -90,7 +91,8 @@ public final class RedisStore: Store {
             password: configuration.password,
             database: configuration.database,
             connectTimeout: Self.timeAmount(configuration.connectTimeout),
-            commandTimeout: Self.timeAmount(configuration.commandTimeout)
+            commandTimeout: Self.timeAmount(configuration.commandTimeout),
+            maximumReplySize: RESPDecoder.replySize(forValuesUpTo: configuration.effectiveMaximumValueSize)
         )
         pool = RedisConnectionPool(
             endpoint: endpoint,

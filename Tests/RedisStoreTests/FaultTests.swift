@@ -186,6 +186,28 @@ struct FaultTests {
         }
     }
 
+    /// `maximumValueSize` bounds every reply a connection holds, and every write.
+    @Test func maximumValueSizeBoundsRepliesAndWrites() async throws {
+        let big = String(repeating: "v", count: 2 << 20)
+        let server = try await ScriptedRedisServer.start { name, _ in
+            name == "PING" ? .bytes("+PONG\r\n") : .bytes("$\(big.utf8.count)\r\n\(big)\r\n")
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var configuration = try Self.configuration(server.url)
+            configuration.maximumValueSize = 4 << 10
+            configuration.connectionCount = 1
+            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let error = try #require(await #expect(throws: StoreError.self) { try await store.value(forKey: "k") })
+            #expect("\(error)".contains("malformed RESP reply"), "\(error)")
+            try await waitUntil { server.connectionsClosed == 1 }
+            let tooLarge = try #require(await #expect(throws: StoreError.self) {
+                try await store.setValue(Data(count: 8 << 10), forKey: "k")
+            })
+            #expect(tooLarge.code == .valueTooLarge)
+            #expect(tooLarge.message.contains("maximumValueSize (4096 bytes"), "\(tooLarge)")
+        }
+    }
+
     @Test func aCommandWhoseConnectionClosesIsSentAgainOnANewOne() async throws {
         let gets = Locked(0)
         let server = try await ScriptedRedisServer.start { name, _ in

@@ -33,6 +33,12 @@ struct RESPDecoder: ByteToMessageDecoder {
     /// batch.)
     static let maximumReplySize = maximumBulkLength + (1 << 20)
 
+    /// The reply size that leaves room for one value of `maximumValueSize` bytes (a stored
+    /// envelope), and a little more for framing and a `SCAN` batch.
+    static func replySize(forValuesUpTo maximumValueSize: Int) -> Int {
+        min(maximumValueSize, maximumBulkLength) + (1 << 20)
+    }
+
     /// The most bytes an incomplete reply may hold — the elements parsed so far (see
     /// ``heldBytes``) and the bytes waiting to be parsed — before it is refused.
     let maximumReplySize: Int

@@ -10,6 +10,8 @@ struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
     var database: Int
     var connectTimeout: TimeAmount
     var commandTimeout: TimeAmount
+    /// The most bytes a reply may hold (``RESPDecoder/maximumReplySize``).
+    var maximumReplySize: Int = RESPDecoder.maximumReplySize
 
     /// `host:port`, with brackets around an IPv6 address.
     var description: String {
@@ -65,7 +67,7 @@ final class RedisConnection: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers(
-                        ByteToMessageHandler(RESPDecoder()),
+                        ByteToMessageHandler(RESPDecoder(maximumReplySize: endpoint.maximumReplySize)),
                         MessageToByteHandler(RESPEncoder()),
                         RedisCommandHandler()
                     )
