@@ -23,7 +23,10 @@ public import Logging
 /// and says so in the log. Each format's folder is private to the user (`0700`, files `0600`).
 /// Creating a cache never waits for the disk: each format's folder opens in the background on the
 /// shared `IOExecutor`, and the first operation that needs it waits for it (suspending, without
-/// blocking a thread). Concurrent fetches of one key in one format share one fetcher call; writes of
+/// blocking a thread). Make a cache once and share it (it is `Sendable`): each one opens its formats'
+/// folders and holds their descriptors until it is released and its journals are closed on the
+/// I/O executor, so a cache made per request costs an opening per request. Concurrent fetches of
+/// one key in one format share one fetcher call; writes of
 /// one key take turns, so a value set while a fetch is under way is not overwritten by it, and a
 /// layer that fails to read is a miss (logged), not a failure.
 public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
