@@ -167,7 +167,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     }
 
     /// The value for `key`, from memory or disk, or else from `fetcher`: its value is transformed by
-    /// the format (once, on the shared `IOExecutor`), cached in every layer and returned. Concurrent
+    /// the format (once, on `IOExecutor.compute`), cached in every layer and returned. Concurrent
     /// fetches of one key in one format share one fetcher call; a failure is not cached. A format
     /// that ``Format/derivesFromOriginal`` takes the original from the original format instead
     /// (which fetches it on a miss, once for concurrent misses in any format, and keeps it).

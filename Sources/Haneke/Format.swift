@@ -42,9 +42,10 @@ public struct Format<Value: Sendable>: Sendable {
     /// fetch is the expensive part and the original is worth keeping: an image fetched once and
     /// resized for every format. The original format ignores it.
     public var derivesFromOriginal: Bool
-    /// Applied once to every value before it is cached (fetched or set), on the shared
-    /// `IOExecutor`, never on one of Swift's cooperative threads (so it may be slow CPU work or call
-    /// a blocking C library); `nil` keeps values as they are.
+    /// Applied once to every value before it is cached (fetched or set), on `IOExecutor.compute`
+    /// (as wide as the cores, apart from the disk's executor), never on one of Swift's cooperative
+    /// threads (so it may be slow CPU work or call a blocking C library); `nil` keeps values as
+    /// they are.
     public var transform: (@Sendable (Value) throws -> Value)?
     /// How long values live in this format, when a read refreshes one in the background, and how
     /// long past its expiry one is served when the fetcher fails; nothing expires by default.
@@ -83,13 +84,13 @@ public struct Format<Value: Sendable>: Sendable {
         self.version = nil
     }
 
-    /// The value to cache for `original`: the transform's result, computed on the shared
-    /// `IOExecutor` (a transform may be long CPU work, such as resizing an image, or block in a C
+    /// The value to cache for `original`: the transform's result, computed on
+    /// `IOExecutor.compute` (a transform may be long CPU work, such as resizing an image, or block in a C
     /// library: it never runs on a cooperative thread, and at most the executor's width of them run
     /// at once), or `original` itself when there is no transform.
     func apply(to original: Value) async throws -> Value {
         guard let transform else { return original }
-        return try await IOExecutor.shared.run { try transform(original) }
+        return try await IOExecutor.compute.run { try transform(original) }
     }
 }
 

@@ -160,7 +160,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         return url.absoluteString + " #headers=" + HeaderDigest.hex(of: headers)
     }
 
-    /// Requests the URL (or `key` as a URL) and decodes the body on the shared `IOExecutor`,
+    /// Requests the URL (or `key` as a URL) and decodes the body on `IOExecutor.compute`,
     /// whatever the cache rules (a `FetchingStore` calls ``fetch(_:stored:)``, which applies them).
     /// - Parameter key: The cache key; used as the URL when the fetcher has none.
     /// - Returns: The decoded body.
@@ -332,7 +332,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         }
         let data = success.body
         do {
-            return try await IOExecutor.shared.run { try Value.convertFromData(data) }
+            return try await IOExecutor.compute.run { try Value.convertFromData(data) }
         } catch let cancelled as CancellationError {
             throw cancelled
         } catch {

@@ -25,6 +25,12 @@ public final class IOExecutor: Sendable {
     /// disk busy without letting a burst of requests start hundreds of threads.
     public static let shared = IOExecutor(width: 4 * ProcessInfo.processInfo.activeProcessorCount, label: "haneke.io")
 
+    /// The executor of CPU work — formats' transforms, decoding fetched bodies, resizing images —
+    /// as wide as the active processors: more would only take turns on the same cores. Apart from
+    /// ``shared`` so that disk and network I/O never queue behind it: sixteen hostile images
+    /// resizing at once held a 1-byte `FileStore` read for seconds when both shared one executor.
+    public static let compute = IOExecutor(width: ProcessInfo.processInfo.activeProcessorCount, label: "haneke.compute")
+
     /// The most jobs that run at once.
     public let width: Int
     private let queue: DispatchQueue

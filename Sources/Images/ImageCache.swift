@@ -8,7 +8,7 @@ extension Shared {
     /// and WebP do not shrink). Add a format per size with
     /// ``Haneke/Format/resizing(name:resizer:diskCapacity:)``; a fetch in such a format takes the
     /// original from the original format — one request for concurrent misses in every format — and
-    /// resizes it once, on the shared `IOExecutor`.
+    /// resizes it once, on `IOExecutor.compute`.
     ///
     /// Making it starts libvips in the background on the shared `IOExecutor` (its original format,
     /// ``Haneke/Format/images(name:diskCapacity:)``, does; see ``Image/startLibrary()``).
@@ -35,7 +35,7 @@ extension Format where Value == Image {
     /// A format that keeps images resized by `resizer`, not LZ4-compressed on disk (as
     /// ``images(name:diskCapacity:)``). It `Format.derivesFromOriginal`: a miss takes the
     /// original from the cache's original format (which fetches it once for concurrent misses in
-    /// every format, and keeps it), and the resize runs once per key, on the shared `IOExecutor`.
+    /// every format, and keeps it), and the resize runs once per key, on `IOExecutor.compute`.
     /// Making one starts libvips in the background on the shared `IOExecutor`.
     /// - Parameters:
     ///   - name: The format's name, unique in its cache.
@@ -59,7 +59,7 @@ extension Image {
     /// and any other that uses it meanwhile. Reading an image that is not a JPEG, PNG or WebP
     /// (``init(data:pixelLimit:)``, and so a store's `coded(as: Image.self)` read) uses it on the
     /// caller's thread, which may be one of Swift's cooperative threads (a `Cache` and a
-    /// `NetworkFetcher<Image>` decode on the shared `IOExecutor`). Await this once, before the
+    /// `NetworkFetcher<Image>` decode on `IOExecutor.compute`). Await this once, before the
     /// first image is read, to keep that wait off them. `Shared.imageCache` and the formats of
     /// ``Haneke/Format/images(name:diskCapacity:)`` and
     /// ``Haneke/Format/resizing(name:resizer:diskCapacity:)`` start it in the background when they

@@ -85,9 +85,8 @@ public struct ImageResizer: Sendable {
         return "resize \(size.width)x\(size.height) \(scaleMode.rawValue) \(allowUpscaling ? "up" : "noup") \(output) q\(compressionQuality)"
     }
 
-    /// Where `try await resize(_:)` runs. `IOExecutor.shared` by default; give the resizer an
-    /// executor of its own (as wide as the machine's cores) to keep image work from queueing ahead
-    /// of disk reads.
+    /// Where `try await resize(_:)` runs. `IOExecutor.compute` by default (as wide as the cores,
+    /// apart from the disk's `IOExecutor.shared`, so image work never queues ahead of disk reads).
     public var executor: IOExecutor
 
     /// Creates a resizer.
@@ -119,7 +118,7 @@ public struct ImageResizer: Sendable {
         self.pixelLimit = pixelLimit
         self.preResize = preResize
         self.postResize = postResize
-        self.executor = .shared
+        self.executor = .compute
     }
 
     // MARK: - Resizing

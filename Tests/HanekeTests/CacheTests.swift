@@ -156,12 +156,13 @@ struct CacheTests {
     }
 
     /// A transform may be long CPU work or block in a C library (an image resize): it runs on the
-    /// shared I/O executor's queue, never on a cooperative thread, for fetches and sets alike.
-    @Test func theTransformRunsOnTheIOExecutor() async throws {
+    /// compute executor's queue (not the disk's), never on a cooperative thread, for fetches and
+    /// sets alike.
+    @Test func theTransformRunsOnTheComputeExecutor() async throws {
         let onExecutor = Locked<[Bool]>([])
         let cache = makeCache()
         cache.addFormat(Format(name: "upper") { value in
-            onExecutor.withLock { $0.append(IOExecutor.shared.isCurrent) }
+            onExecutor.withLock { $0.append(IOExecutor.compute.isCurrent && !IOExecutor.shared.isCurrent) }
             return value.uppercased()
         })
         #expect(try await cache.fetch(key: "k", formatName: "upper") { _ in "fetched" } == "FETCHED")
