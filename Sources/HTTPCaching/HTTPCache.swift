@@ -123,7 +123,7 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
     public func store(_ response: HTTPResponse, for request: HTTPCacheRequest, requestTime: Date, responseTime: Date) async throws -> StoredHTTPResponse? {
         guard case .store = policy.storability(of: response, for: request) else { return nil }
         let stored = policy.storedResponse(response, for: request, requestTime: requestTime, responseTime: responseTime)
-        guard let expiry = expiry(of: stored) else {
+        guard let expiry = policy.usefulUntil(stored, retention: validationRetention) else {
             try await remove(request.uri)
             return nil
         }
@@ -164,7 +164,7 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
     public func update(_ hit: Hit, with notModified: HTTPHeaderFields, requestTime: Date, responseTime: Date) async throws -> StoredHTTPResponse? {
         guard policy.notModified(notModified, matches: hit.stored) else { return nil }
         let updated = policy.updating(hit.stored, with: notModified, requestTime: requestTime, responseTime: responseTime)
-        guard let expiry = expiry(of: updated), let metadata = try? updated.encoded() else {
+        guard let expiry = policy.usefulUntil(updated, retention: validationRetention), let metadata = try? updated.encoded() else {
             try await storage.removeValue(forKey: hit.key)
             return updated
         }
@@ -200,11 +200,6 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
     /// - Throws: The store's errors.
     public func remove(_ uri: String) async throws {
         try await storage.removeValue(forKey: uri)
-    }
-
-    /// When the entry of `stored` stops being useful; `nil` when it already has.
-    private func expiry(of stored: StoredHTTPResponse) -> Date? {
-        policy.usefulUntil(stored, retention: validationRetention)
     }
 }
 

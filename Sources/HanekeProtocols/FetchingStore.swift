@@ -195,17 +195,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             return try await fetchMissing(key, readAt: generation, from: source)
         } catch {
             if error is CancellationError || Task.isCancelled { throw error }
-            let first = ages.withLock { ages in
-                ages.statistics.staleHits += 1
-                ages.statistics.staleServedOnError += 1
-                return ages.servingStale.insert(key).inserted
-            }
-            if first {
-                logger.warning(
-                    "The fetcher failed; serving the expired value inside its stale window",
-                    metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"]
-                )
-            }
+            recordStaleServed(key, "The fetcher failed; serving the expired value inside its stale window", error: error)
             return entry.value
         }
     }
@@ -501,20 +491,15 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
         case .servingStored:
             guard let stored else { throw Self.noStoredEntry(key, "servingStored") }
-            let retry = clock.now().addingTimeInterval(refreshAfter ?? Self.revalidationBackoff)
-            let first = ages.withLock { ages in
-                if refreshing {
-                    // Served to no one: the read that started the refresh had its value already.
+            if refreshing {
+                // Served to no one: the read that started the refresh had its value already.
+                let retry = clock.now().addingTimeInterval(refreshAfter ?? Self.revalidationBackoff)
+                ages.withLock { ages in
                     ages.statistics.refreshFailures += 1
                     ages.notBefore[key] = retry
-                    return false
                 }
-                ages.statistics.staleHits += 1
-                ages.statistics.staleServedOnError += 1
-                return ages.servingStale.insert(key).inserted
-            }
-            if first {
-                logger.warning("The source failed; serving the stored value, as its rules allow", metadata: ["key": "\(Logger.describe(key))"])
+            } else {
+                recordStaleServed(key, "The source failed; serving the stored value, as its rules allow", error: nil)
             }
             return stored.value
         }
@@ -531,6 +516,20 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             }
         }
         return value
+    }
+
+    /// Counts a stale value served because its source failed, and logs it once until the key is
+    /// fetched again.
+    private func recordStaleServed(_ key: Key, _ message: Logger.Message, error: (any Error)?) {
+        let first = ages.withLock { ages in
+            ages.statistics.staleHits += 1
+            ages.statistics.staleServedOnError += 1
+            return ages.servingStale.insert(key).inserted
+        }
+        guard first else { return }
+        var metadata: Logger.Metadata = ["key": "\(Logger.describe(key))"]
+        if let error { metadata["error"] = "\(error)" }
+        logger.warning(message, metadata: metadata)
     }
 
     /// Seconds before another background revalidation of a key whose last one failed, when no

@@ -108,14 +108,9 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     package mutating func valueAndExpiry(
         forKey key: Key, now: () -> Double, expired: inout Bool
     ) -> (value: Value, expiry: Double)? {
-        guard let entry = entries[key] else { return nil }
-        if entry.expiry != .infinity, entry.expiry <= now() {
-            removeEntry(key)
-            expired = true
-            return nil
-        }
-        moveToHead(entry.slot)
-        return (entry.value, entry.expiry)
+        var expiry = Double.infinity
+        guard let value = value(forKey: key, now: now, expired: &expired, expiry: &expiry) else { return nil }
+        return (value, expiry)
     }
 
     /// ``valueAndExpiry(forKey:now:expired:)`` without a tuple (whose metadata an unspecialised

@@ -191,17 +191,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         forKey key: Key,
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
     ) throws -> StoreEntry<Transformed>? {
-        let found = state.withLock { state -> (value: Value, attributes: EntryAttributes)? in
-            var expired = false
-            guard let found = state.entries.valueAndExpiry(forKey: key, now: clockSeconds, expired: &expired) else {
-                Self.recordMiss(of: key, expired: expired, in: &state)
-                return nil
-            }
-            state.statistics.hits += 1
-            return (found.value, state.attributes(of: key, expiry: found.expiry))
-        }
-        guard let found else { return nil }
-        return StoreEntry(value: try transform(found.value), attributes: found.attributes)
+        try readEntry(forKey: key)?.map(transform)
     }
 
     /// Returns the entry for `key`, or `nil`; see `entry(forKey:transformedBy:)`.

@@ -74,10 +74,12 @@ func requireStoreFolder(_ directory: String) throws -> String {
         throw ToolError.usage("\(shown(directory)) is not a folder")
     }
     guard info.st_mode & S_IFMT == S_IFDIR else { throw ToolError.usage("\(shown(directory)) is not a folder") }
-    let marker = directory + "/" + FileStore.markerFileName
-    if isFile(marker) { return directory }
-    var markerInfo = stat()
-    if lstat(marker, &markerInfo) != 0, errno == EACCES || errno == EPERM { throw permissionProblem(directory, reaching: false) }
+    var marker = stat()
+    if lstat(directory + "/" + FileStore.markerFileName, &marker) == 0 {
+        if marker.st_mode & S_IFMT == S_IFREG { return directory }
+    } else if errno == EACCES || errno == EPERM {
+        throw permissionProblem(directory, reaching: false)
+    }
     guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
         if access(directory, R_OK | X_OK) != 0 { throw permissionProblem(directory, reaching: false) }
         throw ToolError.usage("\(shown(directory)) is not a Haneke store folder (it has no \(FileStore.markerFileName)); refusing to read or change it")

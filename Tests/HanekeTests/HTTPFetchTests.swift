@@ -65,6 +65,11 @@ struct HTTPFetchTests {
         }
     }
 
+    /// A response varying on `Accept-Language`, whose body is the request's language (or `none`).
+    func answerInTheRequestsLanguage(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Response {
+        ok(HTTPHeaderFields(request.headers)["Accept-Language"] ?? "none", [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")])
+    }
+
     // MARK: - Freshness
 
     @Test func aFreshResponseIsServedWithoutARequestUntilItsMaxAgeRunsOut() async throws {
@@ -277,10 +282,7 @@ struct HTTPFetchTests {
     // MARK: - Vary
 
     @Test func eachVariantIsStoredOnItsOwn() async throws {
-        try await withOrigin({ request in
-            let language = HTTPHeaderFields(request.headers)["Accept-Language"] ?? "none"
-            return self.ok(language, [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")])
-        }) { origin, cache, url, _ async throws in
+        try await withOrigin(answerInTheRequestsLanguage) { origin, cache, url, _ async throws in
             #expect(try await cache.fetch(url: url, headers: ["Accept-Language": "de"]) == "de")
             #expect(try await cache.fetch(url: url, headers: ["Accept-Language": "en"]) == "en")
             #expect(try await cache.fetch(url: url, headers: ["Accept-Language": "de"]) == "de")
@@ -304,10 +306,7 @@ struct HTTPFetchTests {
     }
 
     @Test func aStoredResponseWhoseVaryDoesNotMatchTheFetchersHeadersIsFetchedAgain() async throws {
-        try await withOrigin({ request in
-            let language = HTTPHeaderFields(request.headers)["Accept-Language"] ?? "none"
-            return self.ok(language, [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")])
-        }) { origin, _, url, _ async throws in
+        try await withOrigin(answerInTheRequestsLanguage) { origin, _, url, _ async throws in
             // Two fetchers with different headers sharing one key: the second's request does not
             // match the stored response's secondary key.
             let store = MemoryStore<String, String>(clock: clock)
@@ -373,11 +372,10 @@ struct HTTPFetchTests {
     @Test func anOriginThatCannotBeReachedLetsAStaleResponseBeServedUnlessForbidden() async throws {
         // An origin that refuses every connection: a port held, bound and never listening (no
         // other test's server can take it meanwhile).
-        let (held, port) = try Self.holdPort()
-        defer { close(held) }
+        let refusing = try RefusingPort()
         let cache = makeCache()
-        let url = URL(string: "http://127.0.0.1:\(port)/page")!
-        let strict = URL(string: "http://127.0.0.1:\(port)/strict")!
+        let url = URL(string: "http://127.0.0.1:\(refusing.port)/page")!
+        let strict = URL(string: "http://127.0.0.1:\(refusing.port)/strict")!
         // What a fetch stored a minute ago, with a validator so that it is kept to be revalidated.
         try await store("ok", ["Cache-Control": "max-age=60", "ETag": "\"d\""], for: url, in: cache)
         try await store("ok", ["Cache-Control": "max-age=60, must-revalidate", "ETag": "\"s\""], for: strict, in: cache)
@@ -386,6 +384,7 @@ struct HTTPFetchTests {
         #expect(try cache.freshnessStatistics().staleServedOnError == 1)
         let error = await #expect(throws: StoreError.self) { try await cache.fetch(url: strict) }
         #expect(error?.code == .unavailable || error?.code == .missingData)
+        withExtendedLifetime(refusing) {}
     }
 
     /// Stores `body` for `url` as `NetworkFetcher` would have stored its response, now.
@@ -404,24 +403,6 @@ struct HTTPFetchTests {
         let entry: StoreEntry<String>
         func fetch(_ key: String) async throws -> String { entry.value }
         func fetchEntry(_ key: String) async throws -> StoreEntry<String> { entry }
-    }
-
-    /// A socket bound to a free port on 127.0.0.1 that never listens, and the port.
-    static func holdPort() throws -> (Int32, Int) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else {
-            close(descriptor)
-            throw StoreError(.io, "could not hold a port", posixCode: POSIXErrorCode(rawValue: errno))
-        }
-        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     @Test func aFailedBackgroundRevalidationIsNotRetriedOnEveryRead() async throws {
