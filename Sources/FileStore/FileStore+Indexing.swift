@@ -13,7 +13,8 @@ extension FileStore {
     /// Whether the store has finished indexing the files it found when it opened.
     ///
     /// A store opens without walking its folder: ``init(directory:configuration:name:logger:executor:)``
-    /// checks the folder and returns, and a thread of the store's own walks the folder (one
+    /// checks the folder and returns, and a job of an executor of the indexes' own (at most twice
+    /// as many walks at once as there are cores, at least 4) walks the folder (one
     /// `fstatat` per file), replays the recency journal and merges what it found into the index.
     /// Reads, writes and removals work meanwhile, and their effects win over what the walk found:
     /// a key removed while the store indexes stays removed, a key written is counted once, with its
@@ -41,13 +42,13 @@ extension FileStore {
     public func waitUntilIndexed() async {
         guard !indexing.isComplete else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            indexing.group.notify(queue: .global()) { continuation.resume() }
+            indexing.whenComplete { continuation.resume() }
         }
     }
 
     /// Blocks the calling thread until the store has indexed the files it found when it opened
-    /// (see ``isIndexed``); returns at once when it has. The index is built on a thread of the
-    /// store's own, never on the I/O executor nor on Swift's cooperative threads, so any number of
+    /// (see ``isIndexed``); returns at once when it has. The index is built on an executor of the
+    /// indexes' own, never on the I/O executor nor on Swift's cooperative threads, so any number of
     /// threads may wait without keeping it from finishing; from async code, prefer
     /// `await waitUntilIndexed()`, which blocks no thread.
     public func waitUntilIndexed() {
@@ -56,9 +57,14 @@ extension FileStore {
 
     /// The progress of the index built in the background (see ``isIndexed``).
     final class Indexing: Sendable {
-        /// Left once the index is complete (and the capacity enforced): what waiters wait on.
-        let group = DispatchGroup()
+        /// Left once the index is complete (and the capacity enforced): what blocked threads wait
+        /// on.
+        private let group = DispatchGroup()
         private let complete = Atomic<Bool>(false)
+        /// What runs once the index is complete (`nil` once it is): the resumptions of suspended
+        /// waiters, run by the thread that completes it rather than by a Dispatch queue, whose
+        /// threads may all be waiting for indexes.
+        private let onCompletion = Locked<[@Sendable () -> Void]?>([])
 
         init() {
             group.enter()
@@ -71,9 +77,20 @@ extension FileStore {
             group.wait()
         }
 
+        /// Runs `action` once the index is complete: at once if it is.
+        func whenComplete(_ action: @escaping @Sendable () -> Void) {
+            let queued = onCompletion.withLock { actions -> Bool in
+                guard actions != nil else { return false }
+                actions!.append(action)
+                return true
+            }
+            if !queued { action() }
+        }
+
         func finish() {
             complete.store(true, ordering: .releasing)
             group.leave()
+            for action in onCompletion.withLock({ actions in defer { actions = nil }; return actions ?? [] }) { action() }
         }
     }
 
@@ -86,38 +103,48 @@ extension FileStore {
         case merging
     }
 
-    /// The stores of this process whose index is being built, by folder: a store that opens a folder
-    /// builds its index after the stores that opened it before have built theirs (and, if they have
-    /// been released, have written their journal), so that it reads their whole journal. Held
-    /// alone, for an array edit.
-    private static let openings = Locked<[String: [DispatchGroup]]>([:])
+    /// The folders of this process whose index a store is building, each with the builds of the
+    /// stores that opened it since, in order: a store that opens a folder builds its index after
+    /// the stores that opened it before have built theirs (and, if they have been released, have
+    /// written their journal), so that it reads their whole journal. Held alone, for an array
+    /// edit.
+    private static let openings = Locked<[String: [@Sendable () -> Void]]>([:])
 
-    /// Starts building the index on a thread of its own (not the I/O executor, whose threads its
-    /// waiters may hold, nor Swift's cooperative pool). The thread holds the store until the index
+    /// The threads that build indexes: a store opening costs a job, not a thread, and however many
+    /// stores open at once, at most this many walk their folders.
+    static let indexingExecutor = IndexingThreads(width: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+
+    /// Starts building the index as a job of ``indexingExecutor`` — once the stores of this
+    /// process that opened the same folder before have built theirs: the last of them submits it,
+    /// so that no job ever holds a thread while it waits. The job holds the store until the index
     /// is complete; a store released meanwhile goes (and writes its journal) when it is done.
     func startIndexing() {
         let path = directory
-        let done = DispatchGroup()
-        done.enter()
-        let earlier = Self.openings.withLock { openings -> [DispatchGroup] in
-            defer { openings[path, default: []].append(done) }
-            return openings[path] ?? []
-        }
         let holder = Locked<FileStore?>(self)
-        let thread = Thread {
-            for opening in earlier { opening.wait() }
+        let build: @Sendable () -> Void = {
             Self.buildIndex(of: holder)
             // The store goes here if it was released while indexing: its journal is then in the
             // list that the next store opening the folder closes first.
             holder.withLock { $0 = nil }
-            Self.openings.withLock { openings in
-                openings[path]?.removeAll { $0 === done }
-                if openings[path]?.isEmpty == true { openings[path] = nil }
+            let next = Self.openings.withLock { openings -> (@Sendable () -> Void)? in
+                guard let waiting = openings[path], !waiting.isEmpty else {
+                    openings[path] = nil
+                    return nil
+                }
+                openings[path] = Array(waiting.dropFirst())
+                return waiting[0]
             }
-            done.leave()
+            if let next { Self.indexingExecutor.submit(next) }
         }
-        thread.name = "haneke.index"
-        thread.start()
+        let first = Self.openings.withLock { openings -> Bool in
+            guard openings[path] != nil else {
+                openings[path] = []
+                return true
+            }
+            openings[path]!.append(build)
+            return false
+        }
+        if first { Self.indexingExecutor.submit(build) }
     }
 
     private static func buildIndex(of holder: Locked<FileStore?>) {

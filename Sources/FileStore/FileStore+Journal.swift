@@ -33,11 +33,14 @@ extension FileStore {
     }
 
     /// Flushes the journal on the I/O queue within the configured interval. The timer holds the
-    /// journal, not the store (a store released meanwhile has flushed already; a weak reference to
-    /// the store would slow every retain of it), and only appends: compaction and the metadata's
-    /// size are the write path's (the journal grows by less than a block between them).
+    /// journal until it is closed, not the store (a store released meanwhile has flushed already;
+    /// a weak reference to the store would slow every retain of it), and only appends: compaction
+    /// and the metadata's size are the write path's (the journal grows by less than a block
+    /// between them).
     private func scheduleJournalFlush() {
-        executor.submit(after: configuration.recencyFlushInterval) { [journal, logger, directory] in
+        let reference = journal.timerReference()
+        executor.submit(after: configuration.recencyFlushInterval) { [logger, directory] in
+            guard let journal = RecencyJournal.takeFromTimer(reference) else { return }
             journal.scheduledFlushBegins()
             do {
                 try journal.flush()

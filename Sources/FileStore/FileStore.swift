@@ -39,8 +39,8 @@ import Synchronization
 ///   the folder, so the LRU order survives a restart; the journal is written at most
 ///   ``Configuration/recencyFlushInterval`` after a read or a write, and at `exit()`. Capacity is
 ///   enforced on the write path, evicting the least recently used entries first.
-/// - Opening does not wait for the index: the store walks its folder on a thread of its own and
-///   serves reads, writes and removals meanwhile; the capacity is enforced once the index is
+/// - Opening does not wait for the index: the store walks its folder as a job of an executor of
+///   the indexes' own (a few walks at a time, however many stores open) and serves reads, writes and removals meanwhile; the capacity is enforced once the index is
 ///   complete, and what needs the whole index (``count``, ``totalSize``, ``entries()``,
 ///   ``trim(toSize:)``, ``removeAll()-91rby``) waits for it (see ``isIndexed`` and
 ///   ``waitUntilIndexed()-3lm97``).
@@ -190,7 +190,7 @@ public final class FileStore: Store {
     ///   store's, `unsafeDirectory` when it belongs to another user or others may write to it, `io`
     ///   when it cannot be created or read.
     /// - Performs disk I/O: opens and checks the folder and its marker. The files already there are
-    ///   indexed afterwards (one `fstatat` each) on a thread of the store's own.
+    ///   indexed afterwards (one `fstatat` each), as a job of the indexes' own executor.
     public init(
         directory: String,
         configuration: Configuration = Configuration(),

@@ -33,6 +33,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["11"], RefreshBenchmarks.run),
             (["12"], ProxyBenchmarks.run),
             (["13"], HTTPPolicyBenchmarks.run),
+            (["14"], IsolationBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {

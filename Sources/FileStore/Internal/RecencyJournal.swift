@@ -104,6 +104,9 @@ final class RecencyJournal: Sendable {
     private let file = Locked(FileState())
     /// Whether flushes wait (``pause()``).
     private let paused = Atomic<Bool>(false)
+    /// What the pending flush timers hold instead of the journal (``timerReference()``), emptied
+    /// by ``close()``. Held alone.
+    private let timerReferences = Locked<[Locked<RecencyJournal?>]>([])
 
     /// A journal for the store's folder, flushed at `exit()` until ``close()``.
     init(folder: StoreFolder) {
@@ -118,11 +121,31 @@ final class RecencyJournal: Sendable {
     func close() {
         try? flush()
         _ = Self.live.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
-        // A flush timer may still hold the journal for up to an interval; its buffer is empty.
         file.withLock { state in
             if state.descriptor >= 0 { POSIX.close(state.descriptor) }
             state.descriptor = -1
         }
+        // A flush timer would otherwise hold the journal, and through it the folder's descriptor,
+        // for up to an interval after the store is gone.
+        for reference in timerReferences.withLock({ references in defer { references = [] }; return references }) {
+            reference.withLock { $0 = nil }
+        }
+    }
+
+    /// The journal for a flush timer to hold: ``close()`` empties it, so that a closed journal
+    /// (and its folder's descriptor) goes at once, not when the timer fires. The timer calls
+    /// ``takeFromTimer(_:)``.
+    func timerReference() -> Locked<RecencyJournal?> {
+        let reference = Locked<RecencyJournal?>(self)
+        timerReferences.withLock { $0.append(reference) }
+        return reference
+    }
+
+    /// The journal a timer's reference still holds (`nil` once closed), the reference emptied.
+    static func takeFromTimer(_ reference: Locked<RecencyJournal?>) -> RecencyJournal? {
+        guard let journal = reference.withLock({ journal in defer { journal = nil }; return journal }) else { return nil }
+        journal.timerReferences.withLock { $0.removeAll { $0 === reference } }
+        return journal
     }
 
     /// ``close()`` on `executor`, not on the caller's thread. Until it has run, the journal stays
