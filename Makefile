@@ -13,7 +13,7 @@ PREFIX ?= /usr/local
 # Every build needs libvips, the tool's included (`haneke thumbnail` resizes with the Images module).
 # The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make), nginx with
 # proxy_cache (measured by wrk) and redis-benchmark as baselines.
-BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev
+BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev libcurl4-openssl-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
 BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv nginx-light wrk
 

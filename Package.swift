@@ -120,12 +120,16 @@ let package = Package(
 
         // MARK: - Umbrella
 
+        // The system libcurl, which NetworkFetcher drives itself (FoundationNetworking links it
+        // too; its headers come with libcurl4-openssl-dev).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
         .target(
             name: "Haneke",
             dependencies: [
                 // Not RedisStore: it brings SwiftNIO, a third more to build for every app that
                 // only wants a Cache (README, "Use it in your package"); Redis users add its product.
-                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats", "HTTPCaching",
+                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats", "HTTPCaching", "CCurl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

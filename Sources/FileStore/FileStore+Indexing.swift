@@ -112,7 +112,9 @@ extension FileStore {
 
     /// The threads that build indexes: a store opening costs a job, not a thread, and however many
     /// stores open at once, at most this many walk their folders.
-    static let indexingExecutor = IndexingThreads(width: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+    /// Its own threads (see `ThreadPool`), twice as many as the active processors, at least 4: a
+    /// walk mostly waits for `fstatat`.
+    static let indexingExecutor = ThreadPool(width: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount), name: "haneke.index")
 
     /// Starts building the index as a job of ``indexingExecutor`` — once the stores of this
     /// process that opened the same folder before have built theirs: the last of them submits it,

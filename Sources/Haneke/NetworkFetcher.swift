@@ -6,8 +6,9 @@ public import HanekeProtocols
 public import HTTPCaching
 import Logging
 
-/// Fetches values over HTTP with `URLSession` (FoundationNetworking on Linux: the system's libcurl,
-/// no extra dependency).
+/// Fetches values over HTTP with the system's libcurl, which it drives itself (the library that
+/// FoundationNetworking links; `libcurl4-openssl-dev` to build), each request on a thread of the
+/// fetcher's own.
 ///
 /// - It is an HTTP cache by the rules of RFC 9111 and RFC 5861 (``Configuration/cachePolicy``, a
 ///   private cache's by default): a response is kept as long as its `Cache-Control`, `Expires` or
@@ -27,12 +28,14 @@ import Logging
 /// - An empty body, or one shorter than its `Content-Length`, throws `missingData`.
 /// - A body larger than `configuration.maximumBodySize` (`64 MiB` by default, counted after gzip or
 ///   another `Content-Encoding` is decoded) throws `valueTooLarge` as soon as it passes the limit,
-///   and the request is cancelled; a request that takes longer than
+///   and the request stops there: a compressed body is inflated on its request's own thread, at
+///   most 16 KiB past the limit, so a gzip bomb holds up no other request; a request that takes longer than
 ///   `configuration.requestTimeout` (`60 seconds` by default) throws `timeout`, and is cancelled.
 /// - Error messages show URLs without their secrets: `http://alice:***@host/path?token=***`.
 /// - Cancelling the task cancels the request.
-/// - The default session is ephemeral with its URL cache turned off, so nothing is cached behind
-///   the cache's own layers (and nothing is written under `~/.cache` by libcurl's cache).
+/// - No cookies and no cache of libcurl's: nothing is cached behind the cache's own layers.
+///   Redirects are followed (at most 10, `http` and `https` only), and libcurl's `http_proxy`,
+///   `https_proxy` and `no_proxy` variables apply.
 ///
 /// ```swift
 /// let user = try await cache.fetch(key: "haneke", fetcher: NetworkFetcher<JSON>(url: userURL))
@@ -45,8 +48,9 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// `64 MiB` by default: the most bytes a response body may have, counted as they arrive
         /// after decoding (a gzip body counts what it inflates to); `nil` for no limit. A body
         /// that passes it, or a `Content-Length` above it, throws `valueTooLarge` at once, and the
-        /// request is cancelled. With the default session, the body held in memory never exceeds
-        /// it; a session of your own collects the whole body before the fetcher can count it.
+        /// request is stopped. Without a session of your own, the body held in memory never exceeds
+        /// it, and a compressed body stops being inflated as soon as it passes it; a session of your
+        /// own collects the whole body before the fetcher can count it.
         public var maximumBodySize: Int?
         /// `60 seconds` by default: the longest a request may take in all, from sending it to the
         /// last byte of the body, however steadily bytes arrive; `nil` for no limit (the session's
@@ -119,17 +123,18 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// - Parameters:
     ///   - url: The URL to request whatever the key; `nil` (the default) requests the key as a URL.
     ///   - headers: The header fields of every request; none by default.
-    ///   - session: The session; `nil` (the default) or `NetworkFetcherSession.shared` for the
-    ///     shared ephemeral session without a URL cache, whose bodies the fetcher counts as they
-    ///     arrive. Another session collects each body whole before the fetcher sees it.
+    ///   - session: `nil` (the default) or `NetworkFetcherSession.shared` for the fetcher's own
+    ///     transfers through libcurl, each body counted as it is decoded. Another `URLSession` (one
+    ///     with a delegate, say) runs the requests instead: it collects each body whole before the
+    ///     fetcher can count it, and inflates it on FoundationNetworking's one thread, which every
+    ///     session of the process shares — a gzip bomb then holds up every other request of those
+    ///     sessions.
     ///   - configuration: The limits, the secrets errors hide, and the HTTP caching rules; the
     ///     defaults of `Configuration` by default.
     ///   - clock: The clock of request and response times; give it the fetching store's clock.
     ///
-    /// Creating a fetcher does not create the shared session: the first fetch does that on a
-    /// Dispatch thread (FoundationNetworking's first session loads and initializes libcurl, about
-    /// 2 ms, which would otherwise keep one of Swift's cooperative threads, and every task that
-    /// waits for the same one-time initialization).
+    /// Creating a fetcher does not touch libcurl: the first fetch initializes it, on one of the
+    /// fetcher's threads (never one of Swift's cooperative threads).
     public init(
         url: URL? = nil, headers: HTTPHeaderFields = HTTPHeaderFields(), session: URLSession? = nil,
         configuration: Configuration = Configuration(), clock: any StoreClock = SystemClock()
@@ -384,20 +389,23 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         }
     }
 
-    /// Runs a data task, cancelling it when the calling task is cancelled or the body passes
-    /// `configuration.maximumBodySize`. The default session streams the body to the fetcher (see
-    /// `StreamingSession`); any other session collects it whole first.
+    /// Runs the GET, ending it when the calling task is cancelled or the body passes
+    /// `configuration.maximumBodySize`. Without a session of the caller's own, libcurl runs it on
+    /// a thread of the fetcher's own and the body is counted as it is decoded (see
+    /// `CurlTransfer`); a session of the caller's own collects the body whole first.
     private func transfer(_ request: Request, headers: HTTPHeaderFields) async throws -> (Data, URLResponse) {
+        guard let customSession else {
+            let received = try await CurlTransfer.get(
+                request.target, headers: headers, maximumBodySize: configuration.maximumBodySize, shown: request.shown
+            )
+            return (received.body, received.response)
+        }
         var urlRequest = URLRequest(url: request.target)
         urlRequest.cachePolicy = .reloadIgnoringLocalAndRemoteCacheData
         for field in headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
         let (data, response): (Data, URLResponse)
         do {
-            if let customSession {
-                (data, response) = try await Self.collect(urlRequest, on: customSession, shown: request.shown)
-            } else {
-                (data, response) = try await StreamingSession.load(urlRequest, maximumBodySize: configuration.maximumBodySize, shown: request.shown)
-            }
+            (data, response) = try await Self.collect(urlRequest, on: customSession, shown: request.shown)
         } catch let error as StoreError {
             throw error
         } catch let error as CancellationError {
@@ -413,7 +421,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
 
     /// Runs `request` on a session of the caller's own, which collects the body whole.
     private static func collect(_ request: URLRequest, on session: URLSession, shown: String) async throws -> (Data, URLResponse) {
-        try await Transfer(maximumBodySize: nil, shown: shown).run { transfer in
+        try await Transfer(shown: shown).run { transfer in
             session.dataTask(with: request) { data, response, error in
                 transfer.finish(response: response, error: error, body: data)
             }
@@ -453,17 +461,18 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     }
 }
 
-/// The shared session of `NetworkFetcher`: ephemeral, with no URL cache and no cookies.
+/// The session that stands for `NetworkFetcher`'s own transfers.
 public enum NetworkFetcherSession {
     /// An ephemeral session whose URL cache is off, so responses are cached only by Haneke.
     ///
-    /// A `NetworkFetcher` given this session (the default) runs its requests on a twin session
-    /// with the same settings that hands it the body as it arrives, so that
-    /// `maximumBodySize` bounds the memory a response takes. With any other session the fetcher
-    /// checks the size only once that session has collected the whole body.
+    /// A `NetworkFetcher` given this session (or none, the default) does not use it: it runs its
+    /// requests through libcurl itself, each on a thread of its own, and counts the body as it is
+    /// decoded, so that `maximumBodySize` bounds the memory a response takes and the time its
+    /// inflating takes. With any other session the fetcher checks the size only once that session
+    /// has collected the whole body.
     public static let shared = URLSession(configuration: makeConfiguration())
 
-    /// The settings of `shared` and of its streaming twin.
+    /// The settings of `shared`.
     static func makeConfiguration() -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
@@ -474,102 +483,10 @@ public enum NetworkFetcherSession {
     }
 }
 
-/// The twin of `NetworkFetcherSession.shared` that streams each body to its `Transfer`.
-///
-/// FoundationNetworking hands a session's delegate the body (decoded: libcurl inflates gzip) piece
-/// by piece, but through the delegate queue: on another thread, each piece a copy waiting in the
-/// queue, and the queue falls behind libcurl (a gzip bomb of 512 MiB left about 450 MiB waiting).
-/// Here the queue runs each delegate call at once, on the session's own thread, so a piece is
-/// counted, and dropped past the limit, as soon as it is decoded. The delegate must then never
-/// wait for the session: `URLSessionTask.cancel()` and `resume()` wait for that very thread, so
-/// they go to a Dispatch queue. (`shared` stays an ordinary session: its users' code never runs
-/// on that thread.)
-///
-/// A cancellation cannot stop libcurl while bytes keep arriving: `cancel()` waits for the
-/// session's thread, which reads and inflates burst after burst (up to 100 reads of 16 KiB each)
-/// and lets nothing else in. A gzip bomb is cancelled only once its compressed bytes run out, and
-/// the session's other requests wait that long (a bomb of 6 GiB: 16 seconds). So a fetch never
-/// waits for its task: it resumes as soon as the limit or the deadline passes or its task is
-/// cancelled, and the task ends in the background.
-private enum StreamingSession {
-    static let router = TransferRouter()
-    static let session = URLSession(
-        configuration: NetworkFetcherSession.makeConfiguration(),
-        delegate: router,
-        delegateQueue: ImmediateOperationQueue()
-    )
-
-    /// Runs `request`, collecting at most `maximumBodySize` bytes of body.
-    /// - Throws: `StoreError` (`valueTooLarge`) when the body passes the limit,
-    ///   `CancellationError` when the calling task is cancelled; otherwise FoundationNetworking's
-    ///   error.
-    static func load(_ request: URLRequest, maximumBodySize: Int?, shown: String) async throws -> (Data, URLResponse) {
-        try await Transfer(maximumBodySize: maximumBodySize, shown: shown).run { transfer in
-            let task = session.dataTask(with: request)
-            router.add(transfer, for: task)
-            return task
-        }
-    }
-}
-
-/// An operation queue that runs each block at once, on the thread that adds it.
-///
-/// `OperationQueue` is `@unchecked Sendable` in Foundation, and Swift requires a subclass to say
-/// so again; this one adds no state, so the claim is still Foundation's alone.
-private final class ImmediateOperationQueue: OperationQueue, @unchecked Sendable {
-    override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        block()
-    }
-}
-
-/// The delegate of the streaming session: hands each task's events to its `Transfer`. Runs on the
-/// session's own thread (see `StreamingSession`), so it never waits for the session.
-private final class TransferRouter: NSObject, URLSessionDataDelegate, Sendable {
-    private let transfers = Locked<[Int: Transfer]>([:])
-
-    func add(_ transfer: Transfer, for task: URLSessionTask) {
-        transfers.withLock { $0[task.taskIdentifier] = transfer }
-    }
-
-    private func transfer(for task: URLSessionTask) -> Transfer? {
-        transfers.withLock { $0[task.taskIdentifier] }
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        transfer(for: dataTask)?.receive(response)
-        completionHandler(.allow)   // FoundationNetworking ignores it; `receive` cancels instead
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        transfer(for: dataTask)?.receive(data)
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let transfer = transfers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        transfer?.finish(response: task.response, error: error)
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        didReceive challenge: URLAuthenticationChallenge,
-        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-    ) {
-        // The default handling may cancel the task, which waits for the session's thread.
-        DispatchQueue.global().async { completionHandler(.performDefaultHandling, nil) }
-    }
-}
-
-/// One request: the fetch waiting for it, its task, and on the streaming session its body so far
-/// (within the limit). A fetch resumes exactly once — when the task finishes, or at once when it is
-/// cancelled or passes the limit, the task then cancelled in the background.
+/// One request on a session of the caller's own: the fetch waiting for it, and its task. A fetch
+/// resumes exactly once — when the task finishes, or at once when it is cancelled, the task then
+/// cancelled in the background.
 private final class Transfer: Sendable {
-    private let maximumBodySize: Int?
     private let shown: String
     private let state = Locked(State())
 
@@ -579,12 +496,9 @@ private final class Transfer: Sendable {
         var task: URLSessionTask?
         /// Whether the task is to be cancelled, or was.
         var cancelled = false
-        var body = Data()
-        var received = 0
     }
 
-    init(maximumBodySize: Int?, shown: String) {
-        self.maximumBodySize = maximumBodySize
+    init(shown: String) {
         self.shown = shown
     }
 
@@ -596,9 +510,8 @@ private final class Transfer: Sendable {
     /// Runs the task `makeTask` makes, and returns what it fetched. A session's `dataTask`,
     /// `resume()` and `cancel()` wait for the session's own thread (`DispatchQueue.sync`), so they
     /// are called from a Dispatch thread, never a cooperative one.
-    /// - Throws: `StoreError` (`valueTooLarge`) when the body passes the limit,
-    ///   `CancellationError` when the calling task is cancelled; otherwise FoundationNetworking's
-    ///   error.
+    /// - Throws: `CancellationError` when the calling task is cancelled; otherwise
+    ///   FoundationNetworking's error.
     func run(_ makeTask: @escaping @Sendable (Transfer) -> URLSessionTask) async throws -> (Data, URLResponse) {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -620,55 +533,24 @@ private final class Transfer: Sendable {
         if cancelled { task.cancel() } else { task.resume() }
     }
 
-    /// Refuses a `Content-Length` over the limit; reserves room for one within it.
-    func receive(_ response: URLResponse) {
-        let announced = response.expectedContentLength
-        guard let maximum = maximumBodySize, announced > 0 else { return }
-        guard announced > maximum else {
-            state.withLock { $0.body.reserveCapacity(Int(announced)) }
-            return
-        }
-        end(throwing: StoreError(.valueTooLarge, "GET \(shown) announced \(announced) bytes (Content-Length), more than its maximumBodySize of \(maximum) bytes"))
-    }
-
-    /// Keeps a piece of the body, or ends the transfer once the body passes the limit.
-    func receive(_ data: Data) {
-        let passed = state.withLock { (state: inout State) -> Int? in
-            guard !state.cancelled else { return nil }
-            state.received += data.count
-            if let maximum = maximumBodySize, state.received > maximum { return state.received }
-            state.body.append(data)
-            return nil
-        }
-        if let passed, let maximum = maximumBodySize {
-            end(throwing: Self.tooLarge(shown, maximum: maximum, received: passed))
-        }
-    }
-
-    /// Resumes the fetch with `error` now, drops the body, and cancels the task (which ends later).
+    /// Resumes the fetch with `error` now, and cancels the task (which ends later).
     func end(throwing error: any Error) {
         let (continuation, task) = state.withLock { state in
             defer { state.continuation = nil }
             state.cancelled = true
-            state.body = Data()
             return (state.continuation, state.task)
         }
         continuation?.resume(throwing: error)
         if let task { DispatchQueue.global().async { task.cancel() } }
     }
 
-    /// Resumes the fetch, if it still waits, with the session's error or the body: `body` when the
-    /// session collected it, else the pieces received.
-    func finish(response: URLResponse?, error: (any Error)?, body collected: Data? = nil) {
-        let (continuation, received) = state.withLock { state in
-            defer { state.continuation = nil; state.body = Data() }
-            return (state.continuation, state.body)
-        }
-        let body = collected ?? received
+    /// Resumes the fetch, if it still waits, with the session's error or the body.
+    func finish(response: URLResponse?, error: (any Error)?, body: Data?) {
+        let continuation = state.withLock { $0.continuation.take() }
         if let error {
             continuation?.resume(throwing: error)
         } else if let response {
-            continuation?.resume(returning: (body, response))
+            continuation?.resume(returning: (body ?? Data(), response))
         } else {
             continuation?.resume(throwing: StoreError(.unavailable, "GET \(shown) gave no response"))
         }

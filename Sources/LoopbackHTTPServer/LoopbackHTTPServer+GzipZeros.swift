@@ -14,8 +14,48 @@ extension LoopbackHTTPServer.Response {
     }
 }
 
+extension LoopbackHTTPServer.Response {
+    /// A 200 response whose gzip body never ends while `sending` returns `true`: zero bytes, about
+    /// 10 MiB of them decoded from each 65 KB chunk on the wire, sent chunk after chunk until
+    /// `sending` says to stop or the client goes away (then the connection closes, the stream
+    /// unfinished). The bomb that a client cannot stop by closing early if it keeps reading.
+    /// - Parameter sending: Asked before each chunk.
+    /// - Returns: The response.
+    public static func endlessGzipZeros(while sending: @escaping @Sendable () -> Bool) -> Self {
+        var response = Self(body: GzipZeros.endlessStart(), headers: [("Content-Encoding", "gzip")])
+        response.endless = Endless(chunk: GzipZeros.endlessChunk(copies: 8 * 5_000), sending: sending)
+        return response
+    }
+}
+
 /// Builds a gzip stream of zero bytes (RFC 1951 and RFC 1952).
 private enum GzipZeros {
+    /// The start of a stream that does not end: the header, and a block that is not the last one,
+    /// with a literal zero and one copy of 258 bytes — 24 bits, so the block's copies that follow
+    /// start on a byte.
+    static func endlessStart() -> Data {
+        var bits = BitWriter()
+        bits.bytes = [0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xFF]
+        bits.write(0, count: 1)   // BFINAL: not the last block
+        bits.write(1, count: 2)   // BTYPE 01: fixed Huffman codes
+        bits.write(literalZero, count: 8)
+        bits.write(copy, count: 13)
+        return Data(bits.bytes)
+    }
+
+    /// `copies` copies of 258 bytes at distance 1 (a multiple of 8: 13 whole bytes each 8).
+    static func endlessChunk(copies: Int) -> Data {
+        precondition(copies % 8 == 0)
+        var bits = BitWriter()
+        for _ in 0..<copies { bits.write(copy, count: 13) }
+        return Data(bits.bytes)
+    }
+
+    /// A zero byte, as the fixed Huffman codes write it.
+    static let literalZero = BitWriter.reversed(0b0011_0000, length: 8)
+    /// Length code 285 (258 bytes), then distance code 0 (distance 1).
+    static let copy = BitWriter.reversed(0b1100_0101, length: 8) | BitWriter.reversed(0b00000, length: 5) << 8
+
     static func stream(count: Int) -> Data {
         precondition(count >= 0)
         var bits = BitWriter()
@@ -24,10 +64,7 @@ private enum GzipZeros {
         bits.write(1, count: 1)   // BFINAL: the only block
         bits.write(1, count: 2)   // BTYPE 01: fixed Huffman codes
         if count > 0 {
-            let literalZero = BitWriter.reversed(0b0011_0000, length: 8)
             bits.write(literalZero, count: 8)
-            // Length code 285 (258 bytes), then distance code 0 (distance 1).
-            let copy = BitWriter.reversed(0b1100_0101, length: 8) | BitWriter.reversed(0b00000, length: 5) << 8
             for _ in 0..<(count - 1) / 258 { bits.write(copy, count: 13) }
             for _ in 0..<(count - 1) % 258 { bits.write(literalZero, count: 8) }
         }

@@ -32,6 +32,27 @@ public final class LoopbackHTTPServer: Sendable {
         /// `nil` (the whole body at once) by default; otherwise the pause before each byte of a body
         /// sent one byte at a time, a server that drips. Sending stops when the client goes away.
         public var dripInterval: Duration?
+        /// `nil` by default; otherwise the body has no `Content-Length` (it goes chunked) and, after
+        /// ``body``, ``Endless/chunk`` is sent again and again for as long as
+        /// ``Endless/sending`` says so and the client stays, then the connection closes.
+        public var endless: Endless?
+
+        /// A body that goes on while ``sending`` returns `true`.
+        public struct Endless: Sendable {
+            /// What is sent again and again after the response's body.
+            public var chunk: Data
+            /// Asked before each chunk.
+            public var sending: @Sendable () -> Bool
+
+            /// Creates an endless body.
+            /// - Parameters:
+            ///   - chunk: What is sent again and again.
+            ///   - sending: Asked before each chunk; sending stops once it returns `false`.
+            public init(chunk: Data, sending: @escaping @Sendable () -> Bool) {
+                self.chunk = chunk
+                self.sending = sending
+            }
+        }
 
         /// Creates a response.
         /// - Parameters:
@@ -155,7 +176,9 @@ public final class LoopbackHTTPServer: Sendable {
                     let path = String(requestHead.uri.split(separator: "?", maxSplits: 1).first ?? "")
                     byPath.withLock { $0[path, default: 0] += 1 }
                     var headers = HTTPHeaders()
-                    headers.add(name: "Content-Length", value: String(response.announcedLength ?? response.body.count))
+                    if response.endless == nil {
+                        headers.add(name: "Content-Length", value: String(response.announcedLength ?? response.body.count))
+                    }
                     for (name, value) in response.headers { headers.add(name: name, value: value) }
                     try await outbound.write(.head(HTTPResponseHead(version: requestHead.version, status: .init(statusCode: response.status), headers: headers)))
                     if let interval = response.dripInterval {
@@ -166,6 +189,12 @@ public final class LoopbackHTTPServer: Sendable {
                         }
                     } else if !response.body.isEmpty {
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
+                    }
+                    if let endless = response.endless {
+                        // A write fails once the client has gone away.
+                        let chunk = ByteBuffer(bytes: endless.chunk)
+                        while endless.sending() { try await outbound.write(.body(.byteBuffer(chunk))) }
+                        return   // close without the chunked body's end
                     }
                     if let announced = response.announcedLength, announced > response.body.count {
                         return   // close with the body cut short

@@ -1,18 +1,20 @@
 import Foundation
-import HanekeProtocols
 
-/// The threads that build stores' indexes: at most ``width`` at a time, started when there is
-/// work and ended when there is none, so a store opening costs a job, not a thread.
+/// Threads of the library's own, for work that blocks: at most ``width`` at a time, started when
+/// there is work and ended when there is none, so a job costs a thread only while it runs and the
+/// process keeps none for idle work.
 ///
-/// Threads of their own, not Dispatch's nor the I/O executor's: a thread waiting for an index (a
-/// synchronous `count`, say) may be one of those, and when every one of them waits, a walk queued
-/// behind them would never start. (Dispatch on Linux adds threads to a blocked pool slowly: with
-/// the walks on a Dispatch queue, tests waiting on Dispatch's threads for their stores' indexes
-/// stood still for a minute.) Twice as wide as the active processors, at least 4: a walk mostly
-/// waits for `fstatat`.
-final class IndexingThreads: Sendable {
-    /// The most walks that run at once.
-    let width: Int
+/// Not Dispatch's threads nor an `IOExecutor`'s: a thread waiting for such a job (a synchronous
+/// `count` waiting for a store's index, say) may be one of those, and when every one of them
+/// waits, a job queued behind them would never start. (Dispatch on Linux adds threads to a
+/// blocked pool slowly: with the index walks on a Dispatch queue, tests waiting on Dispatch's
+/// threads for their stores' indexes stood still for a minute.) Used for the index walks of
+/// `FileStore` and for `NetworkFetcher`'s transfers.
+package final class ThreadPool: Sendable {
+    /// The most jobs that run at once.
+    package let width: Int
+    /// The name of the pool's threads, seen in debuggers.
+    private let name: String
     private let state = Locked(State())
 
     private struct State {
@@ -35,18 +37,23 @@ final class IndexingThreads: Sendable {
         }
     }
 
-    init(width: Int) {
+    /// Creates a pool.
+    /// - Parameters:
+    ///   - width: The most jobs that run at once; at least 1.
+    ///   - name: The name of its threads.
+    package init(width: Int, name: String) {
         self.width = max(1, width)
+        self.name = name
     }
 
     /// The jobs waiting for a thread (for tests).
-    var pendingCount: Int {
+    package var pendingCount: Int {
         state.withLock { $0.pending }
     }
 
     /// Runs `job` on one of the threads: at once if fewer than ``width`` run, after the jobs
     /// before it otherwise.
-    func submit(_ job: @escaping @Sendable () -> Void) {
+    package func submit(_ job: @escaping @Sendable () -> Void) {
         let startThread = state.withLock { state -> Bool in
             state.jobs.append(job)
             guard state.threads < width else { return false }
@@ -65,7 +72,7 @@ final class IndexingThreads: Sendable {
                 job()
             }
         }
-        thread.name = "haneke.index"
+        thread.name = name
         thread.start()
     }
 }
