@@ -19,8 +19,11 @@
 #define HANEKE_CVIPS_SHIM_H
 
 #include <vips/version.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 #if VIPS_MAJOR_VERSION < 8 || (VIPS_MAJOR_VERSION == 8 && VIPS_MINOR_VERSION < 13)
 #error "The Images module needs libvips 8.13 or later (Debian: libvips-dev)"
@@ -44,6 +47,9 @@ VipsImage *vips_image_new_from_buffer(const void *buf, size_t len, const char *o
 int vips_image_get_width(const VipsImage *image);
 int vips_image_get_height(const VipsImage *image);
 int vips_image_get_format(const VipsImage *image);
+int vips_image_get_bands(const VipsImage *image);
+unsigned long vips_format_sizeof(int format);
+void vips_image_set_kill(VipsImage *image, int kill);
 int vips_image_hasalpha(VipsImage *image);
 int vips_image_get_orientation(VipsImage *image);
 unsigned long vips_image_get_typeof(const VipsImage *image, const char *name);
@@ -51,6 +57,7 @@ int vips_image_get_string(const VipsImage *image, const char *name, const char *
 
 int vips_getpoint(VipsImage *in, double **vector, int *n, int x, int y, ...);
 int vips_thumbnail_buffer(void *buf, size_t len, VipsImage **out, int width, ...);
+int vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, ...);
 int vips_flatten(VipsImage *in, VipsImage **out, ...);
 VipsArrayDouble *vips_array_double_new(const double *array, int n);
 void vips_area_unref(VipsArea *area);
@@ -114,6 +121,8 @@ typedef struct {
     /// The EXIF orientation, 1 to 8 (1 when the file has none).
     int orientation;
     int has_icc_profile;
+    /// The bytes a decoded pixel takes: its bands times the size of a sample.
+    int bytes_per_pixel;
     /// The loader libvips chose, such as "jpegload_buffer"; empty if it did not say.
     char loader[64];
 } cvips_header;
@@ -129,6 +138,7 @@ static inline int cvips_read_header(const void *data, size_t length, cvips_heade
     header->has_alpha = vips_image_hasalpha(image) ? 1 : 0;
     header->orientation = vips_image_get_orientation(image);
     header->has_icc_profile = vips_image_get_typeof(image, CVIPS_META_ICC_NAME) != 0 ? 1 : 0;
+    header->bytes_per_pixel = vips_image_get_bands(image) * (int)vips_format_sizeof(vips_image_get_format(image));
     const char *loader = NULL;
     header->loader[0] = '\0';
     if (vips_image_get_typeof(image, CVIPS_META_LOADER) != 0 &&
@@ -153,6 +163,10 @@ typedef struct {
     int format;
     /// 1 to 100, for JPEG and WebP.
     int quality;
+    /// The most microseconds the resize may take, from the call on; 0 for no limit.
+    long time_limit_us;
+    /// 1 for a format whose decoding shrinks (JPEG, WebP): `vips_thumbnail_buffer` opens it.
+    int shrinks_on_load;
 } cvips_resize_request;
 
 /// The encoded output of a resize; `data` is libvips's, released with `cvips_free`.
@@ -162,64 +176,176 @@ typedef struct {
     int width;
     int height;
     int has_alpha;
+    /// 1 when the resize was stopped because it took longer than `time_limit_us`.
+    int timed_out;
 } cvips_resize_result;
+
+
+/// A resize's time limit: a thread that waits until the deadline (on the monotonic clock) unless
+/// the resize ends first, and then kills the image being computed (`vips_image_set_kill`): libvips
+/// checks that flag each time it prepares a region of the image, so the resize stops within a
+/// strip of it and fails with "killed".
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    struct timespec deadline;
+    /// The image to kill at the deadline; NULL until there is one.
+    VipsImage *target;
+    int done;
+    int expired;
+    pthread_t thread;
+    int started;
+} cvips_watch;
+
+static void *cvips_watch_run(void *argument) {
+    cvips_watch *watch = (cvips_watch *)argument;
+    pthread_mutex_lock(&watch->lock);
+    while (!watch->done && !watch->expired) {
+        if (pthread_cond_timedwait(&watch->changed, &watch->lock, &watch->deadline) == ETIMEDOUT) {
+            watch->expired = 1;
+            if (watch->target != NULL) vips_image_set_kill(watch->target, 1);
+        }
+    }
+    pthread_mutex_unlock(&watch->lock);
+    return NULL;
+}
+
+/// Starts watching `limit_us` microseconds from now; returns 0, or -1 when no thread could start
+/// (the resize then runs without a limit).
+static inline int cvips_watch_start(cvips_watch *watch, long limit_us) {
+    watch->target = NULL;
+    watch->done = 0;
+    watch->expired = 0;
+    watch->started = 0;
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&watch->changed, &attributes);
+    pthread_condattr_destroy(&attributes);
+    pthread_mutex_init(&watch->lock, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &watch->deadline);
+    watch->deadline.tv_sec += limit_us / 1000000;
+    watch->deadline.tv_nsec += (limit_us % 1000000) * 1000;
+    if (watch->deadline.tv_nsec >= 1000000000) {
+        watch->deadline.tv_sec += 1;
+        watch->deadline.tv_nsec -= 1000000000;
+    }
+    if (pthread_create(&watch->thread, NULL, cvips_watch_run, watch) != 0) return -1;
+    watch->started = 1;
+    return 0;
+}
+
+/// Makes `image` the one killed at the deadline (at once if it has passed); returns whether the
+/// deadline has passed.
+static inline int cvips_watch_target(cvips_watch *watch, VipsImage *image) {
+    if (!watch->started) return 0;
+    pthread_mutex_lock(&watch->lock);
+    watch->target = image;
+    if (watch->expired && image != NULL) vips_image_set_kill(image, 1);
+    int expired = watch->expired;
+    pthread_mutex_unlock(&watch->lock);
+    return expired;
+}
+
+/// Ends the watch, before the images it may kill go; returns whether the deadline had passed.
+static inline int cvips_watch_stop(cvips_watch *watch) {
+    if (!watch->started) return 0;
+    pthread_mutex_lock(&watch->lock);
+    watch->done = 1;
+    watch->target = NULL;
+    pthread_cond_signal(&watch->changed);
+    pthread_mutex_unlock(&watch->lock);
+    pthread_join(watch->thread, NULL);
+    pthread_cond_destroy(&watch->changed);
+    pthread_mutex_destroy(&watch->lock);
+    watch->started = 0;
+    return watch->expired;
+}
 
 /// Decodes `data` (shrinking on load where the format allows), applies its EXIF orientation,
 /// converts it to sRGB, resizes it as `request` says, flattens its alpha onto white for JPEG, and
 /// encodes it without metadata. A truncated or damaged input fails (libvips's `fail_on=error`).
-/// Returns 0, or -1 with the reason in libvips's error buffer.
-/// The corresponding C functions are `vips_thumbnail_buffer`, `vips_flatten` and
-/// `vips_jpegsave_buffer`, `vips_pngsave_buffer` or `vips_webpsave_buffer`.
+///
+/// With a time limit, a watch thread kills the image being computed at the deadline. A JPEG or a
+/// WebP goes through `vips_thumbnail_buffer`, which shrinks it while it decodes: the watch kills
+/// the thumbnail, so the resize stops at its next strip. Any other format (a PNG, whose decoding
+/// cannot shrink, is where the time goes) is opened here and resized with `vips_thumbnail_image`:
+/// the watch kills the decoded image itself, so the resize stops within a strip of the input.
+/// Returns 0, or -1 with the reason in libvips's error buffer (`timed_out` set when the time limit
+/// stopped it).
+/// The corresponding C functions are `vips_thumbnail_buffer`, `vips_image_new_from_buffer` and
+/// `vips_thumbnail_image`, `vips_flatten` and `vips_jpegsave_buffer`, `vips_pngsave_buffer` or
+/// `vips_webpsave_buffer`.
 static inline int cvips_resize(const void *data, size_t length, const cvips_resize_request *request,
                                cvips_resize_result *result) {
+    cvips_watch watch;
+    result->timed_out = 0;
+    result->data = NULL;
+    result->length = 0;
+    if (request->time_limit_us > 0) cvips_watch_start(&watch, request->time_limit_us);
+    else watch.started = 0;
+    VipsImage *input = NULL;
     VipsImage *thumbnail = NULL;
     int crop = request->crop ? CVIPS_INTERESTING_CENTRE : CVIPS_INTERESTING_NONE;
     int size = request->crop ? CVIPS_SIZE_BOTH : CVIPS_SIZE_FORCE;
-    // Without an embedded profile the pixels are taken as sRGB already: asking for an sRGB export
-    // would send them through an ICC round trip for nothing.
-    int status = request->to_srgb
-        ? vips_thumbnail_buffer((void *)data, length, &thumbnail, request->width, "height", request->height,
-                                "size", size, "crop", crop, "export_profile", "srgb",
-                                "option_string", "fail_on=error", NULL)
-        : vips_thumbnail_buffer((void *)data, length, &thumbnail, request->width, "height", request->height,
-                                "size", size, "crop", crop, "option_string", "fail_on=error", NULL);
-    if (status != 0) return -1;
+    int status;
+    if (request->shrinks_on_load || !watch.started) {
+        // Without an embedded profile the pixels are taken as sRGB already: asking for an sRGB
+        // export would send them through an ICC round trip for nothing.
+        status = request->to_srgb
+            ? vips_thumbnail_buffer((void *)data, length, &thumbnail, request->width, "height", request->height,
+                                    "size", size, "crop", crop, "export_profile", "srgb",
+                                    "option_string", "fail_on=error", NULL)
+            : vips_thumbnail_buffer((void *)data, length, &thumbnail, request->width, "height", request->height,
+                                    "size", size, "crop", crop, "option_string", "fail_on=error", NULL);
+    } else {
+        input = vips_image_new_from_buffer(data, length, "fail_on=error", "access", CVIPS_ACCESS_SEQUENTIAL, NULL);
+        if (input == NULL || cvips_watch_target(&watch, input)) {
+            status = -1;
+        } else {
+            status = request->to_srgb
+                ? vips_thumbnail_image(input, &thumbnail, request->width, "height", request->height,
+                                       "size", size, "crop", crop, "export_profile", "srgb", NULL)
+                : vips_thumbnail_image(input, &thumbnail, request->width, "height", request->height,
+                                       "size", size, "crop", crop, NULL);
+        }
+    }
+    if (status == 0 && input == NULL && cvips_watch_target(&watch, thumbnail)) status = -1;
 
     VipsImage *output = thumbnail;
     VipsImage *flattened = NULL;
-    if (request->format == CVIPS_JPEG && vips_image_hasalpha(thumbnail)) {
+    if (status == 0 && request->format == CVIPS_JPEG && vips_image_hasalpha(thumbnail)) {
         double white = (int)vips_image_get_format(thumbnail) == (int)CVIPS_FORMAT_USHORT ? 65535.0 : 255.0;
         VipsArrayDouble *background = vips_array_double_new(&white, 1);
         status = vips_flatten(thumbnail, &flattened, "background", background, "max_alpha", white, NULL);
         vips_area_unref((VipsArea *)background);   // a VipsArrayDouble starts with its VipsArea
-        if (status != 0) {
-            g_object_unref(thumbnail);
-            return -1;
-        }
         output = flattened;
     }
-    result->width = vips_image_get_width(output);
-    result->height = vips_image_get_height(output);
-    result->has_alpha = vips_image_hasalpha(output) ? 1 : 0;
-    result->data = NULL;
-    result->length = 0;
-    // The pixels are decoded, resized and encoded here, a strip at a time: a damaged input fails
-    // in the save.
-    switch (request->format) {
-    case CVIPS_PNG:
-        status = vips_pngsave_buffer(output, &result->data, &result->length, "strip", 1, NULL);
-        break;
-    case CVIPS_WEBP:
-        status = vips_webpsave_buffer(output, &result->data, &result->length, "Q", request->quality,
-                                      "strip", 1, NULL);
-        break;
-    default:
-        status = vips_jpegsave_buffer(output, &result->data, &result->length, "Q", request->quality,
-                                      "strip", 1, "optimize_coding", 1, NULL);
-        break;
+    if (status == 0) {
+        result->width = vips_image_get_width(output);
+        result->height = vips_image_get_height(output);
+        result->has_alpha = vips_image_hasalpha(output) ? 1 : 0;
+        // The pixels are decoded, resized and encoded here, a strip at a time: a damaged input
+        // fails in the save.
+        switch (request->format) {
+        case CVIPS_PNG:
+            status = vips_pngsave_buffer(output, &result->data, &result->length, "strip", 1, NULL);
+            break;
+        case CVIPS_WEBP:
+            status = vips_webpsave_buffer(output, &result->data, &result->length, "Q", request->quality,
+                                          "strip", 1, NULL);
+            break;
+        default:
+            status = vips_jpegsave_buffer(output, &result->data, &result->length, "Q", request->quality,
+                                          "strip", 1, "optimize_coding", 1, NULL);
+            break;
+        }
     }
+    // The watch ends before the images it may kill go.
+    result->timed_out = cvips_watch_stop(&watch) && status != 0;
     if (flattened != NULL) g_object_unref(flattened);
-    g_object_unref(thumbnail);
+    if (thumbnail != NULL) g_object_unref(thumbnail);
+    if (input != NULL) g_object_unref(input);
     if (status != 0) {
         g_free(result->data);
         result->data = NULL;

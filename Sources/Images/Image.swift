@@ -50,19 +50,27 @@ public struct Image: Hashable, Sendable, CustomStringConvertible {
     public let orientation: Int
     /// Whether the file embeds an ICC colour profile (the resizer then converts to sRGB).
     let hasColorProfile: Bool
+    /// The bytes a pixel takes decoded (bands times bytes per sample), from the header.
+    let bytesPerPixel: Int
 
     /// The most pixels an image may declare unless you choose another limit: `100_000_000`
     /// (100 megapixels, 10,000 × 10,000; a 24-megapixel camera's photo is well under it). Decoding
-    /// that many takes about 300 MB for RGB, 400 MB with alpha.
+    /// that many takes about 300 MB for 8-bit RGB; a limit counts pixels that take more than 3
+    /// bytes decoded for more than one (see ``init(data:pixelLimit:)``), so that it bounds the
+    /// memory decoding takes: 300 MB by default, whatever the pixels.
     public static let defaultPixelLimit = 100_000_000
 
     /// Reads the header of an encoded image, without decoding its pixels.
     /// - Parameters:
     ///   - data: The encoded bytes: a JPEG, PNG, WebP, GIF, TIFF, HEIF… file.
     ///   - pixelLimit: The most pixels (width × height) the header may declare;
-    ///     ``defaultPixelLimit`` (100 megapixels) by default, `nil` for no limit.
+    ///     ``defaultPixelLimit`` (100 megapixels) by default, `nil` for no limit. A pixel that
+    ///     decodes to more than 3 bytes counts for its bytes over 3: 16-bit RGBA (8 bytes) for 8/3,
+    ///     8-bit RGBA for 4/3. So the limit bounds what decoding takes, `3 × pixelLimit` bytes: a
+    ///     100-megapixel 16-bit PNG with alpha (800 MB decoded) passes 100 megapixels.
     /// - Throws: `StoreError` with code `decoding` when the bytes are not an image libvips reads,
-    ///   when its header is damaged or cut short, or when it declares more than `pixelLimit` pixels.
+    ///   when its header is damaged or cut short, or when it declares more than `pixelLimit` pixels
+    ///   so counted.
     public init(data: Data, pixelLimit: Int? = Image.defaultPixelLimit) throws {
         guard !data.isEmpty else {
             throw StoreError(.decoding, "Could not read an image from 0 bytes")
@@ -79,11 +87,8 @@ public struct Image: Hashable, Sendable, CustomStringConvertible {
         }
         let format = header.format
         let stored = ImageSize(width: header.width, height: header.height)
-        if let pixelLimit, stored.pixelCount > pixelLimit {
-            throw StoreError(
-                .decoding,
-                "Refused the \(data.count)-byte \(format) image: its header declares \(stored) pixels (\(stored.pixelCount)), more than the limit of \(pixelLimit); no pixel was decoded"
-            )
+        if let pixelLimit, let refusal = Self.refusal(of: stored, bytesPerPixel: header.bytesPerPixel, limit: pixelLimit) {
+            throw StoreError(.decoding, "Refused the \(data.count)-byte \(format) image: its header declares \(refusal); no pixel was decoded")
         }
         let turned = (5...8).contains(header.orientation)
         self.data = data
@@ -93,6 +98,19 @@ public struct Image: Hashable, Sendable, CustomStringConvertible {
         self.hasAlpha = header.hasAlpha
         self.orientation = (1...8).contains(header.orientation) ? header.orientation : 1
         self.hasColorProfile = header.hasColorProfile
+        self.bytesPerPixel = header.bytesPerPixel
+    }
+
+    /// Why an image of `size` with pixels of `bytesPerPixel` passes `limit`, or `nil` when it does
+    /// not: a pixel of more than 3 bytes counts for `bytesPerPixel / 3` pixels.
+    static func refusal(of size: ImageSize, bytesPerPixel: Int, limit: Int) -> String? {
+        let pixels = size.pixelCount
+        let decoded = pixels.multipliedReportingOverflow(by: max(3, bytesPerPixel))
+        guard pixels > limit || decoded.overflow || decoded.partialValue > limit.saturatingTimesThree else { return nil }
+        guard bytesPerPixel > 3 else {
+            return "\(size) pixels (\(pixels)), more than the limit of \(limit)"
+        }
+        return "\(size) pixels (\(pixels)) of \(bytesPerPixel) bytes each, \(decoded.overflow ? "more than \(Int.max)" : "\(decoded.partialValue)") bytes decoded: more than the limit of \(limit) pixels of 3 bytes (\(limit.saturatingTimesThree) bytes)"
     }
 
     /// An image that libvips just wrote: upright, in sRGB, without metadata.
@@ -104,6 +122,7 @@ public struct Image: Hashable, Sendable, CustomStringConvertible {
         self.hasAlpha = hasAlpha
         self.orientation = 1
         self.hasColorProfile = false
+        self.bytesPerPixel = hasAlpha ? 4 : 3
     }
 
     /// The size as shown: ``width`` × ``height``.
@@ -142,4 +161,12 @@ extension Image: CostMeasurable {
     /// The bytes the image takes in a memory store: its encoded size plus a little for its fields
     /// (an image is kept encoded, never as pixels).
     public var cacheCost: Int { data.count + 64 }
+}
+
+extension Int {
+    /// Three times this, or `Int.max` when that does not fit.
+    fileprivate var saturatingTimesThree: Int {
+        let (product, overflow) = multipliedReportingOverflow(by: 3)
+        return overflow ? .max : product
+    }
 }

@@ -67,8 +67,17 @@ public struct ImageResizer: Sendable {
     /// bytes at 1 and 3,003 at 0.85. PNG ignores it.
     public var compressionQuality: Double
     /// The most pixels the input may have, and the output. ``Image/defaultPixelLimit``
-    /// (100 megapixels) by default; `nil` for no limit. Checked from the header, before decoding.
+    /// (100 megapixels) by default; `nil` for no limit. Checked from the header, before decoding,
+    /// and counting bytes per pixel as ``Image/init(data:pixelLimit:)`` does: a pixel that decodes
+    /// to more than 3 bytes (alpha, 16-bit samples) counts for more than one.
     public var pixelLimit: Int?
+    /// The longest one resize may take, decoding included: `10 seconds` by default; `nil` for no
+    /// limit. Past it libvips stops the resize and it throws `StoreError` code `timeout`: a
+    /// hostile image cannot keep a thread of the compute executor for long. A PNG (or any format
+    /// but JPEG and WebP) stops within a strip of its decoding; a JPEG or WebP, which libvips
+    /// decodes shrunk to the output's size, at the next strip of the output. A thread of libvips's
+    /// own waits for the deadline while a resize with a limit runs.
+    public var timeLimit: Duration?
     /// Called with the input before it is resized (Haneke for Objective-C's `preResizeBlock`);
     /// what it returns is resized. `nil` by default. Its errors reach the caller as they are.
     public var preResize: (@Sendable (Image) throws -> Image)?
@@ -98,6 +107,7 @@ public struct ImageResizer: Sendable {
     ///   - compressionQuality: JPEG and WebP quality from 0 to 1; `0.85` by default.
     ///   - pixelLimit: The most pixels of the input and the output; ``Image/defaultPixelLimit``
     ///     by default, `nil` for no limit.
+    ///   - timeLimit: The longest one resize may take; `10 seconds` by default, `nil` for no limit.
     ///   - preResize: Called with the input before it is resized; `nil` by default.
     ///   - postResize: Called with the resized image; `nil` by default.
     public init(
@@ -107,6 +117,7 @@ public struct ImageResizer: Sendable {
         outputFormat: ImageFormat? = nil,
         compressionQuality: Double = 0.85,
         pixelLimit: Int? = Image.defaultPixelLimit,
+        timeLimit: Duration? = .seconds(10),
         preResize: (@Sendable (Image) throws -> Image)? = nil,
         postResize: (@Sendable (Image) throws -> Image)? = nil
     ) {
@@ -116,6 +127,7 @@ public struct ImageResizer: Sendable {
         self.outputFormat = outputFormat
         self.compressionQuality = compressionQuality
         self.pixelLimit = pixelLimit
+        self.timeLimit = timeLimit
         self.preResize = preResize
         self.postResize = postResize
         self.executor = .compute
@@ -186,11 +198,8 @@ public struct ImageResizer: Sendable {
                 throw StoreError(.encoding, "ImageResizer cannot make \(image.name) \(size): each side must be 1 to \(Self.maximumSide) pixels")
             }
         }
-        if let pixelLimit, image.size.pixelCount > pixelLimit {
-            throw StoreError(
-                .decoding,
-                "Refused to resize \(image.name): it has \(image.size.pixelCount) pixels, more than the limit of \(pixelLimit); no pixel was decoded"
-            )
+        if let pixelLimit, let refusal = Image.refusal(of: image.size, bytesPerPixel: image.bytesPerPixel, limit: pixelLimit) {
+            throw StoreError(.decoding, "Refused to resize \(image.name): it has \(refusal); no pixel was decoded")
         }
         let plan = ResizePlan(source: image.size, target: size, scaleMode: scaleMode, allowUpscaling: allowUpscaling)
         try check(plan.size, of: image, as: format)
@@ -205,8 +214,15 @@ public struct ImageResizer: Sendable {
                     crop: plan.crops,
                     convertsToSRGB: image.hasColorProfile,
                     format: format,
-                    quality: quality
+                    quality: quality,
+                    timeLimit: timeLimit,
+                    shrinksOnLoad: image.format == .jpeg || image.format == .webp
                 )
+            )
+        } catch is Vips.TimedOut {
+            throw StoreError(
+                .timeout,
+                "Gave up resizing \(image.name) to a \(plan.size) \(format): it took longer than its timeLimit of \(timeLimit.map { "\($0)" } ?? "none")"
             )
         } catch {
             // Damaged or truncated input is what fails here in practice (the settings were checked

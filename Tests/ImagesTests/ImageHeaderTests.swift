@@ -23,15 +23,20 @@ struct ImageHeaderTests {
             let data = try #require(samples[name])
             return try #require(ImageHeader.read(data))
         }
-        #expect(try header("jpeg orientation 6") == ImageHeader(format: .jpeg, width: 96, height: 64, hasAlpha: false, orientation: 6, hasColorProfile: false))
+        #expect(try header("jpeg orientation 6") == ImageHeader(format: .jpeg, width: 96, height: 64, hasAlpha: false, orientation: 6, hasColorProfile: false, bytesPerPixel: 3))
         #expect(try header("jpeg with profile").hasColorProfile)
         #expect(try header("png gray with tRNS").hasAlpha)
+        #expect(try header("png gray with tRNS").bytesPerPixel == 2)
+        #expect(try header("png rgba").bytesPerPixel == 4)
+        #expect(try header("png rgb").bytesPerPixel == 3)
+        #expect(try header("png rgba 16-bit").bytesPerPixel == 8)
+        #expect(try header("png gray 16-bit").bytesPerPixel == 2)
         #expect(try header("png rgba").hasAlpha)
         #expect(try !header("png rgb").hasAlpha)
         #expect(try header("png eXIf orientation 8").orientation == 8)
         #expect(try header("webp with alpha").hasAlpha)
-        #expect(try header("webp VP8X EXIF 5 ICCP") == ImageHeader(format: .webp, width: 96, height: 64, hasAlpha: false, orientation: 5, hasColorProfile: true))
-        #expect(try header("webp lossless with alpha") == ImageHeader(format: .webp, width: 300, height: 200, hasAlpha: true, orientation: 1, hasColorProfile: false))
+        #expect(try header("webp VP8X EXIF 5 ICCP") == ImageHeader(format: .webp, width: 96, height: 64, hasAlpha: false, orientation: 5, hasColorProfile: true, bytesPerPixel: 3))
+        #expect(try header("webp lossless with alpha") == ImageHeader(format: .webp, width: 300, height: 200, hasAlpha: true, orientation: 1, hasColorProfile: false, bytesPerPixel: 4))
         let image = try Image(data: try #require(samples["webp VP8X EXIF 5 ICCP"]))
         #expect(image.size == ImageSize(width: 64, height: 96), "turned by its orientation")
     }
@@ -93,6 +98,8 @@ struct ImageHeaderTests {
             ("png gray", gray),
             ("png gray alpha", PNGWriter.png(width: 3, height: 5, colorType: .grayAlpha, pixels: [UInt8](repeating: 7, count: 30))),
             ("png rgba", TestImages.halfTransparent(width: 16, height: 16)),
+            ("png rgba 16-bit", PNGWriter.png(width: 4, height: 3, colorType: .rgba, pixels: [UInt8](repeating: 200, count: 96), bitDepth: 16)),
+            ("png gray 16-bit", PNGWriter.png(width: 4, height: 3, colorType: .gray, pixels: [UInt8](repeating: 200, count: 24), bitDepth: 16)),
             ("png with profile", PNGWriter.png(width: 8, height: 4, colorType: .rgb, pixels: [UInt8](repeating: 90, count: 96), iccProfile: profile)),
             ("png gray with tRNS", PNGWriter.inserting("tRNS", [0, 90], into: gray)),
             ("png rgb with tRNS", PNGWriter.inserting("tRNS", [0, 90, 0, 90, 0, 90], into: rgb)),

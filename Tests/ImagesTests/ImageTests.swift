@@ -107,6 +107,48 @@ struct ImageTests {
         print("images: refusing a 60,000×60,000 PNG (with and without a pixel limit) and a truncated 1600×1200 JPEG grew the process's peak memory by \(growth >> 20) MiB")
     }
 
+    /// The limit counts what decoding takes, not only pixels: a 100-megapixel 16-bit PNG with
+    /// alpha (8 bytes a pixel, 800 MB decoded) passes the default 100 megapixels, as does one of
+    /// 8-bit RGBA (400 MB); one of 8-bit RGB (300 MB) and one of 8-bit grey do not. Before, all four
+    /// were accepted, exactly at the limit — and eight 16-bit ones resizing at once took 1.17 GB.
+    @Test func thePixelLimitCountsBytesPerPixel() throws {
+        let side = 10_000
+        let sixteenBit = PNGWriter.declaring(width: side, height: side, colorType: .rgba, bitDepth: 16)
+        let error = try #require(throws: StoreError.self) { try Image(data: sixteenBit) }
+        #expect(error.code == .decoding)
+        #expect(error.message.contains(
+            "declares 10000×10000 pixels (100000000) of 8 bytes each, 800000000 bytes decoded: more than the limit of 100000000 pixels of 3 bytes (300000000 bytes); no pixel was decoded"
+        ), "\(error.message)")
+        #expect(throws: StoreError.self) { try Image(data: PNGWriter.declaring(width: side, height: side, colorType: .rgba)) }
+        #expect(try Image(data: PNGWriter.declaring(width: side, height: side)).size == ImageSize(width: side, height: side))
+        #expect(try Image(data: PNGWriter.declaring(width: side, height: side, colorType: .gray)).size == ImageSize(width: side, height: side))
+        // A limit of 3/8 the pixels lets the 16-bit one through: its bytes are what counts.
+        #expect(try Image(data: sixteenBit, pixelLimit: 100_000_000 * 8 / 3 + 1).size == ImageSize(width: side, height: side))
+        // And the resizer counts the same way.
+        let unlimited = try Image(data: sixteenBit, pixelLimit: nil)
+        let refused = try #require(throws: StoreError.self) { try ImageResizer(size: .init(width: 64, height: 64)).resize(unlimited) }
+        #expect(refused.message.contains("of 8 bytes each"), "\(refused.message)")
+    }
+
+    /// A resize that takes longer than its time limit is stopped, with a clear error: a limit
+    /// shorter than opening the image is caught before the pixels are computed, and a longer one
+    /// stops libvips between two strips of the image (the "eval" signal). Before, no resize had a
+    /// limit: sixteen hostile PNGs held the executor's threads for as long as they took.
+    @Test(arguments: [Duration.nanoseconds(1), .milliseconds(5)])
+    func aResizePastItsTimeLimitIsStopped(limit: Duration) async throws {
+        let side = 3_000
+        let png = PNGWriter.png(width: side, height: side, colorType: .rgb, pixels: [UInt8](repeating: 120, count: side * side * 3))
+        let image = try Image(data: png)
+        let resizer = ImageResizer(size: .init(width: 64, height: 64), timeLimit: limit)
+        let error = try #require(await #expect(throws: StoreError.self) { try await resizer.resize(image) })
+        #expect(error.code == .timeout)
+        #expect(error.message.contains("took longer than its timeLimit of \(limit)"), "\(error.message)")
+        #expect(ImageResizer(size: .init(width: 64, height: 64)).timeLimit == .seconds(10))
+        // Without the limit the same resize completes.
+        let unlimited = ImageResizer(size: .init(width: 64, height: 64), timeLimit: nil)
+        #expect(try await unlimited.resize(image).size == ImageSize(width: 64, height: 64))
+    }
+
     @Test func thePixelLimitIsYours() throws {
         let png = TestImages.solid(width: 40, height: 30, TestImages.green)
         #expect(throws: StoreError.self) { try Image(data: png, pixelLimit: 1_000) }

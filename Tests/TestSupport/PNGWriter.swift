@@ -1,6 +1,6 @@
 public import Foundation
 
-/// Writes PNG files byte by byte, for the tests (the Images tests and the tool's): pixels as given (8 bits a sample, no filtering,
+/// Writes PNG files byte by byte, for the tests (the Images tests and the tool's): pixels as given (8 or 16 bits a sample, no filtering,
 /// deflate's stored blocks, so no compressor is needed), an optional ICC profile, or a header that
 /// declares any size at all.
 public enum PNGWriter {
@@ -22,10 +22,11 @@ public enum PNGWriter {
         }
     }
 
-    /// A PNG of `width × height` pixels, `pixels` row by row (`channels` bytes each), with an
-    /// `iCCP` chunk holding `iccProfile` when there is one.
-    public static func png(width: Int, height: Int, colorType: ColorType, pixels: [UInt8], iccProfile: Data? = nil) -> Data {
-        let rowLength = width * colorType.channels
+    /// A PNG of `width × height` pixels, `pixels` row by row (`channels` samples each, of one
+    /// byte, or two big-endian bytes when `bitDepth` is 16), with an `iCCP` chunk holding
+    /// `iccProfile` when there is one.
+    public static func png(width: Int, height: Int, colorType: ColorType, pixels: [UInt8], iccProfile: Data? = nil, bitDepth: UInt8 = 8) -> Data {
+        let rowLength = width * colorType.channels * (bitDepth == 16 ? 2 : 1)
         precondition(pixels.count == rowLength * height, "\(pixels.count) bytes for \(width)×\(height) \(colorType)")
         var scanlines: [UInt8] = []
         scanlines.reserveCapacity((rowLength + 1) * height)
@@ -34,7 +35,7 @@ public enum PNGWriter {
             scanlines.append(contentsOf: pixels[row * rowLength..<(row + 1) * rowLength])
         }
         var file = signature
-        file += chunk("IHDR", header(width: width, height: height, colorType: colorType))
+        file += chunk("IHDR", header(width: width, height: height, colorType: colorType, bitDepth: bitDepth))
         if let iccProfile {
             file += chunk("iCCP", Array("test profile".utf8) + [0, 0] + zlibStored(Array(iccProfile)))
         }
@@ -43,12 +44,13 @@ public enum PNGWriter {
         return Data(file)
     }
 
-    /// A PNG whose header declares `width × height` RGB pixels, with valid checksums, followed by
-    /// the pixels of one row only: what a decompression bomb looks like to a header reader.
-    public static func declaring(width: Int, height: Int) -> Data {
-        let oneRow = [UInt8](repeating: 0, count: 1 + 3 * min(width, 1_024))
+    /// A PNG whose header declares `width × height` pixels (RGB, 8 bits a sample, unless said
+    /// otherwise), with valid checksums, followed by the pixels of one row only: what a
+    /// decompression bomb looks like to a header reader.
+    public static func declaring(width: Int, height: Int, colorType: ColorType = .rgb, bitDepth: UInt8 = 8) -> Data {
+        let oneRow = [UInt8](repeating: 0, count: 1 + colorType.channels * Int(bitDepth / 8) * min(width, 1_024))
         var file = signature
-        file += chunk("IHDR", header(width: width, height: height, colorType: .rgb))
+        file += chunk("IHDR", header(width: width, height: height, colorType: colorType, bitDepth: bitDepth))
         file += chunk("IDAT", zlibStored(oneRow))
         file += chunk("IEND", [])
         return Data(file)
@@ -62,8 +64,8 @@ public enum PNGWriter {
 
     private static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
-    private static func header(width: Int, height: Int, colorType: ColorType) -> [UInt8] {
-        bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, colorType.rawValue, 0, 0, 0]
+    private static func header(width: Int, height: Int, colorType: ColorType, bitDepth: UInt8) -> [UInt8] {
+        bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [bitDepth, colorType.rawValue, 0, 0, 0]
     }
 
     /// A chunk: its length, its type, its data and the CRC-32 of type and data.

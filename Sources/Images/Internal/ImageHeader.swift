@@ -19,6 +19,9 @@ struct ImageHeader: Equatable {
     /// The EXIF orientation as the file says it; 1 when it says nothing.
     var orientation: Int
     var hasColorProfile: Bool
+    /// The bytes each pixel takes decoded, as libvips decodes it: its bands times the bytes of a
+    /// sample (8 for 16-bit RGBA, 3 for 8-bit RGB, 1 for 8-bit grey).
+    var bytesPerPixel: Int
 
     /// The largest width or height libvips accepts (`VIPS_MAX_COORD`); a header that declares more
     /// is left to libvips, which refuses it.
@@ -87,7 +90,7 @@ struct ImageHeader: Equatable {
                 else { return nil }
                 return ImageHeader(
                     format: .jpeg, width: size.width, height: size.height, hasAlpha: false,
-                    orientation: orientation, hasColorProfile: hasColorProfile
+                    orientation: orientation, hasColorProfile: hasColorProfile, bytesPerPixel: components.count
                 )
             case 0xC0...0xC2, 0xC9, 0xCA:
                 // A frame header: 8-bit precision, height, width (65,500 at most), then each
@@ -200,9 +203,13 @@ struct ImageHeader: Equatable {
             }
             offset = body + length + 4
         }
+        // Grey, grey and alpha, RGB (also a palette's), RGB and alpha; a transparent colour adds
+        // alpha; 16-bit samples take two bytes.
+        let colors = colorType == 0 || colorType == 4 ? 1 : 3
         return ImageHeader(
             format: .png, width: width, height: height, hasAlpha: hasAlpha,
-            orientation: orientation, hasColorProfile: hasColorProfile
+            orientation: orientation, hasColorProfile: hasColorProfile,
+            bytesPerPixel: (colors + (hasAlpha ? 1 : 0)) * (depth == 16 ? 2 : 1)
         )
     }
 
@@ -236,12 +243,12 @@ struct ImageHeader: Equatable {
         switch first {
         case "VP8 ":
             guard fillsTheContainer, let (width, height) = vp8Size(bytes, at: body, size: firstSize) else { return nil }
-            return ImageHeader(format: .webp, width: width, height: height, hasAlpha: false, orientation: 1, hasColorProfile: false)
+            return ImageHeader(format: .webp, width: width, height: height, hasAlpha: false, orientation: 1, hasColorProfile: false, bytesPerPixel: 3)
         case "VP8L":
             guard fillsTheContainer, let (width, height, alpha) = vp8lSize(bytes, at: body, size: firstSize),
                   width <= webPLargestSide, height <= webPLargestSide
             else { return nil }
-            return ImageHeader(format: .webp, width: width, height: height, hasAlpha: alpha, orientation: 1, hasColorProfile: false)
+            return ImageHeader(format: .webp, width: width, height: height, hasAlpha: alpha, orientation: 1, hasColorProfile: false, bytesPerPixel: alpha ? 4 : 3)
         case "VP8X":
             guard firstSize == 10, let flags = bytes.byte(at: body),
                   let width = bytes.littleEndian24(at: body + 4), let height = bytes.littleEndian24(at: body + 7)
@@ -281,7 +288,7 @@ struct ImageHeader: Equatable {
             guard sawImage else { return nil }
             return ImageHeader(
                 format: .webp, width: width + 1, height: height + 1, hasAlpha: flags & 0x10 != 0,
-                orientation: orientation, hasColorProfile: hasColorProfile
+                orientation: orientation, hasColorProfile: hasColorProfile, bytesPerPixel: flags & 0x10 != 0 ? 4 : 3
             )
         default:
             return nil

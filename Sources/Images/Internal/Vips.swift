@@ -43,7 +43,15 @@ enum Vips {
         var format: ImageFormat
         /// 1 to 100.
         var quality: Int
+        /// The longest the resize may take; `nil` for no limit.
+        var timeLimit: Duration?
+        /// Whether the input's format decodes shrunk (JPEG, WebP): libvips then opens it, so
+        /// that it decodes no more pixels than the output needs.
+        var shrinksOnLoad: Bool
     }
+
+    /// A resize stopped because it took longer than its time limit.
+    struct TimedOut: Error {}
 
     /// A resized image, encoded.
     struct Output {
@@ -73,14 +81,17 @@ enum Vips {
             height: Int(header.height),
             hasAlpha: header.has_alpha != 0,
             orientation: Int(header.orientation),
-            hasColorProfile: header.has_icc_profile != 0
+            hasColorProfile: header.has_icc_profile != 0,
+            bytesPerPixel: Int(header.bytes_per_pixel)
         )
     }
 
     /// Decodes, orients, converts, resizes and encodes `data` as `request` says. Blocks the calling
     /// thread while libvips's worker thread runs the pipeline.
     /// The corresponding C functions are `vips_thumbnail_buffer` and the `…save_buffer` functions.
-    static func resize(_ data: Data, _ request: Request) throws(Failure) -> Output {
+    /// - Throws: ``TimedOut`` when the resize took longer than `request.timeLimit`, otherwise
+    ///   libvips's ``Failure``.
+    static func resize(_ data: Data, _ request: Request) throws -> Output {
         try start()
         let format: Int32 = switch request.format {
         case .png: Int32(CVIPS_PNG)
@@ -93,7 +104,9 @@ enum Vips {
             crop: request.crop ? 1 : 0,
             to_srgb: request.convertsToSRGB ? 1 : 0,
             format: format,
-            quality: Int32(request.quality)
+            quality: Int32(request.quality),
+            time_limit_us: request.timeLimit.map(Self.microseconds) ?? 0,
+            shrinks_on_load: request.shrinksOnLoad ? 1 : 0
         )
         var result = cvips_resize_result()
         // libvips reads `data` until the output is encoded, all inside this closure.
@@ -102,10 +115,18 @@ enum Vips {
             return cvips_resize(base, bytes.count, &parameters, &result)
         }
         guard status == 0, let encoded = result.data else {
-            throw takeFailure(or: "could not resize \(data.count) bytes")
+            let failure = takeFailure(or: "could not resize \(data.count) bytes")
+            if result.timed_out != 0 { throw TimedOut() }
+            throw failure
         }
         let output = Data(bytesNoCopy: encoded, count: result.length, deallocator: .custom { pointer, _ in cvips_free(pointer) })
         return Output(data: output, width: Int(result.width), height: Int(result.height), hasAlpha: result.has_alpha != 0)
+    }
+
+    /// `duration` in microseconds, at least 1 (a limit of 0 would be none), at most a century.
+    private static func microseconds(_ duration: Duration) -> Int {
+        let microseconds = Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+        return Int(min(max(1, microseconds), 100 * 365 * 86_400 * 1e6))
     }
 
     /// The value of each band of the pixel at (`x`, `y`) of the encoded image in `data`, decoding
