@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -42,6 +44,42 @@ static inline int haneke_openat2_beneath(int directory, const char *path, int fl
 #else
     (void)directory; (void)path; (void)flags;
     errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/// `haneke_openat2_beneath` that only looks the path up in the kernel's caches
+/// (`RESOLVE_CACHED`, Linux 5.12): -1 with `errno` `EAGAIN` when the lookup would have to read
+/// the disk, so that a caller that must not block can go elsewhere to open it.
+/// The corresponding C function is `openat2`.
+static inline int haneke_openat2_beneath_cached(int directory, const char *path, int flags) {
+#if defined(__linux__) && defined(SYS_openat2) && defined(RESOLVE_NO_SYMLINKS)
+    struct open_how how = {0};
+    how.flags = (unsigned long long)flags;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH | 0x20;   // RESOLVE_CACHED
+    return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
+#else
+    (void)directory; (void)path; (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/// The C library's `preadv2`, which it declares only under `_GNU_SOURCE`.
+extern ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags);
+
+/// Reads up to `count` bytes at `offset` only from the page cache (`RWF_NOWAIT`, Linux 4.14 for
+/// buffered reads): the bytes read (fewer when the next page is not cached), 0 at the end of the
+/// file, or -1 with `errno` `EAGAIN` when the first page is not cached (`EOPNOTSUPP` where the file
+/// system cannot tell).
+/// The corresponding C function is `preadv2`.
+static inline long haneke_pread_nowait(int descriptor, void *buffer, unsigned long count, long long offset) {
+#if defined(__linux__)
+    struct iovec vector = { buffer, count };
+    return (long)preadv2(descriptor, &vector, 1, (off_t)offset, 0x00000008);   // RWF_NOWAIT
+#else
+    (void)descriptor; (void)buffer; (void)count; (void)offset;
+    errno = EOPNOTSUPP;
     return -1;
 #endif
 }

@@ -118,7 +118,11 @@ extension FileStore {
         // Inlinable, so that your code gets it specialised for `Transformed`: a generic call would
         // look up the metadata of `StoreEntry<Transformed>` on every read (4,000 instructions of a
         // 66,000-instruction warm read, `FileProbe warm`).
-        try await executor.run { [self] in try blockingEntry(forKey: key).map { try $0.map(transform) } }
+        if let entry = entryWithoutWaiting(forKey: key, withAttributes: true) {
+            guard entry.value.count <= ReadWithoutHop.largestTransformed else { return try await executor.run { try entry.map(transform) } }
+            return try entry.map(transform)
+        }
+        return try await executor.run { [self] in try blockingEntry(forKey: key).map { try $0.map(transform) } }
     }
 
     /// Reads the attributes of the entry for `key` from its header on the I/O executor.

@@ -69,12 +69,10 @@ extension FileStore {
         let time = now()
         let outcome: EntryFile.Outcome<Read>
         do {
-            outcome = try EntryFile.read(descriptor, path: self.path(for: digest), knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity) { header, reader in
-                guard reader.hasKey(key, header: header) else { return .otherKey }
-                guard !header.isExpired(at: time) else { return .expired }
-                let attributes = withAttributes ? Self.attributes(of: header, in: reader) : EntryAttributes()
-                return .value(StoreEntry(value: reader.takePayload(header: header), attributes: attributes), fileSize: header.fileLength)
-            }
+            outcome = try EntryFile.read(
+                descriptor, path: self.path(for: digest), knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity,
+                Self.reading(key, at: time, withAttributes: withAttributes)
+            )
         } catch where error.isNotARegularFile {
             discardForeignObject(of: digest, reason: "not a regular file (\(error))")
             if countingMisses { counter.recordMiss() }
@@ -105,6 +103,54 @@ extension FileStore {
             counter.recordError()
             if countingMisses { counter.recordMiss() }
             return nil
+        }
+    }
+
+    /// The largest file read on the caller's thread when its pages are cached: a copy from the
+    /// page cache of more would hold a cooperative thread too long.
+    static let largestReadWithoutWaiting = 1 << 20
+
+    /// The entry for `key` read on the calling thread, if the kernel can serve it without reading
+    /// the disk: the path looked up from its caches only (`openat2` with `RESOLVE_CACHED`), the
+    /// bytes copied from the page cache only (`preadv2` with `RWF_NOWAIT`). A hit of a file the
+    /// index knows, of at most ``largestReadWithoutWaiting`` bytes, whose pages are all cached, is
+    /// served and counted here (`.some`), without a hop to the executor. Anything else — a page
+    /// or a name not cached, a miss, a file to delete, an error — is `nil`: nothing was changed
+    /// or counted, and the caller reads the usual way, on the executor.
+    @usableFromInline
+    package func entryWithoutWaiting(forKey key: String, withAttributes: Bool) -> StoreEntry<Data>? {
+        let digest = KeyDigest(key: key)
+        guard let sizeHint = state.withLock({ $0.entries.peekValue(forKey: digest)?.fileSize }),
+              sizeHint <= Self.largestReadWithoutWaiting,
+              let descriptor = POSIX.openEntryWithoutWaiting(in: folder.descriptor, digest)
+        else { return nil }
+        defer { POSIX.close(descriptor) }
+        let time = now()
+        let outcome = try? EntryFile.read(
+            descriptor, path: self.path(for: digest), knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity, waiting: false,
+            Self.reading(key, at: time, withAttributes: withAttributes)
+        )
+        guard case .entry(.value(let entry, _))? = outcome, refreshRecency(of: digest, at: time) else { return nil }
+        journalAccess(digest, at: time)
+        counter.recordHit()
+        return entry
+    }
+
+    /// What a read makes of an entry file it read whole: its value (and attributes when
+    /// `withAttributes`), unless it holds another key or has expired at `time`.
+    static func reading(_ key: String, at time: Int64, withAttributes: Bool) -> (EntryHeader, inout WholeFileReader) -> Read {
+        { header, reader in
+            guard reader.hasKey(key, header: header) else { return .otherKey }
+            guard !header.isExpired(at: time) else { return .expired }
+            let attributes = withAttributes ? Self.attributes(of: header, in: reader) : EntryAttributes()
+            return .value(StoreEntry(value: reader.takePayload(header: header), attributes: attributes), fileSize: header.fileLength)
+        }
+    }
+
+    /// Moves `digest` to the front of the recency order if the index knows it; `false` if not.
+    func refreshRecency(of digest: KeyDigest, at time: Int64) -> Bool {
+        state.withLock { state in
+            state.entries.refresh(digest) { $0.lastAccess = time }
         }
     }
 
@@ -174,10 +220,7 @@ extension FileStore {
     /// process) is added, under its key's stripe lock, only if the file read is still the one at its
     /// name.
     func recordAccess(to digest: KeyDigest, at time: Int64, descriptor: Int32, fileSize: Int) {
-        let known = state.withLock { state in
-            state.entries.refresh(digest) { $0.lastAccess = time }
-        }
-        if !known, let status = try? POSIX.status(of: descriptor, path: path(for: digest)), status.links > 0 {
+        if !refreshRecency(of: digest, at: time), let status = try? POSIX.status(of: descriptor, path: path(for: digest)), status.links > 0 {
             let victims = stripe(for: digest).withLock { _ -> [Victim] in
                 let current = try? folder.withShard(digest.shard, create: false) { shard in
                     POSIX.status(of: digest.hex, in: shard)?.identity

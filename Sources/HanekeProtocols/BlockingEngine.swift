@@ -39,15 +39,24 @@ package protocol BlockingEngine: Sendable {
     /// a thread: a store that indexes its folder in the background waits for its index. Nothing by
     /// default.
     func waitUntilReady() async
+    /// The entry for `key` read on the calling thread when that cannot block — the kernel has the
+    /// file's name and pages cached — or `nil`, and the read goes to the executor. Always `nil` by
+    /// default.
+    func entryWithoutWaiting(forKey key: String, withAttributes: Bool) -> StoreEntry<Data>?
 }
 
 extension BlockingEngine {
     package func waitUntilReady() async {}
 
-    /// ``blockingValue(forKey:)`` as one job of the executor.
+    package func entryWithoutWaiting(forKey key: String, withAttributes: Bool) -> StoreEntry<Data>? { nil }
+
+
+    /// ``blockingValue(forKey:)`` as one job of the executor, unless
+    /// ``entryWithoutWaiting(forKey:withAttributes:)`` serves it on the calling thread.
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
     package func valueOnExecutor(forKey key: String) async throws -> Data? {
-        try await executor.run { try self.blockingValue(forKey: key) }
+        if let entry = entryWithoutWaiting(forKey: key, withAttributes: false) { return entry.value }
+        return try await executor.run { try self.blockingValue(forKey: key) }
     }
 
     /// ``blockingValue(forKey:)`` and `transform` of what it returns, in one job of the executor: a
@@ -57,7 +66,12 @@ extension BlockingEngine {
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> Transformed? {
-        try await executor.run { try self.blockingValue(forKey: key).map(transform) }
+        if let entry = entryWithoutWaiting(forKey: key, withAttributes: false) {
+            let value = entry.value
+            guard value.count <= ReadWithoutHop.largestTransformed else { return try await executor.run { try transform(value) } }
+            return try transform(value)
+        }
+        return try await executor.run { try self.blockingValue(forKey: key).map(transform) }
     }
 
     /// ``blockingSetValue(_:forKey:)`` as one job of the executor.
@@ -78,7 +92,11 @@ extension BlockingEngine {
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> StoreEntry<Transformed>? {
-        try await executor.run { try self.blockingEntry(forKey: key).map { try $0.map(transform) } }
+        if let entry = entryWithoutWaiting(forKey: key, withAttributes: true) {
+            guard entry.value.count <= ReadWithoutHop.largestTransformed else { return try await executor.run { try entry.map(transform) } }
+            return try entry.map(transform)
+        }
+        return try await executor.run { try self.blockingEntry(forKey: key).map { try $0.map(transform) } }
     }
 
     /// ``blockingAttributes(forKey:)`` as one job of the executor.
@@ -111,4 +129,15 @@ extension BlockingEngine {
         await waitUntilReady()
         try await executor.run { try self.blockingRemoveAll() }
     }
+}
+
+/// What a read served on the calling thread (``BlockingEngine/entryWithoutWaiting(forKey:withAttributes:)``)
+/// does there.
+@usableFromInline
+package enum ReadWithoutHop {
+    /// The most bytes such a read also decompresses and decodes on the calling thread; a larger
+    /// value is transformed on the engine's executor, as a read from the disk is, so that a
+    /// cooperative thread never decodes a large value.
+    @usableFromInline
+    package static let largestTransformed = 64 << 10
 }

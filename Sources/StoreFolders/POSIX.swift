@@ -185,6 +185,32 @@ package enum POSIX {
         }
     }
 
+    /// Opens the entry file of `digest` only if the kernel can do it without reading the disk (its
+    /// path is in the lookup cache): the descriptor, or `nil` when it cannot, when there is no such
+    /// file, or for anything unusual — the caller then opens it the usual way, where it may block.
+    package static func openEntryWithoutWaiting(in root: Int32, _ digest: KeyDigest) -> Int32? {
+        guard hasOpenat2.load(ordering: .relaxed) else { return nil }
+        let fd = digest.withRelativePath { haneke_openat2_beneath_cached(root, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Reads `count` bytes at `offset` from the page cache only: the bytes read (fewer at the end
+    /// of the file), or `nil` as soon as a page is not cached or anything else goes wrong.
+    package static func readWithoutWaiting(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int) -> Int? {
+        var done = 0
+        while done < count {
+            let n = haneke_pread_nowait(fd, buffer + done, UInt(count - done), Int64(offset + done))
+            if n > 0 {
+                done += n
+            } else if n == 0 {
+                break
+            } else if errno != EINTR {
+                return nil
+            }
+        }
+        return done
+    }
+
     /// Opens the file `name` inside `directory` with `flags` (to which `O_NOFOLLOW | O_CLOEXEC`
     /// are added); `nil` when it does not exist.
     package static func openFile(_ name: UnsafePointer<CChar>, in directory: Int32, flags: Int32, mode: Glibc.mode_t = 0, path: @autoclosure () -> String) throws(Failure) -> Int32? {

@@ -50,25 +50,35 @@ struct CompressedStoreTests {
         #expect(try await bytes.compressed().value(forKey: "k") == (try fixture(originalName)))
     }
 
-    /// A warm read of `memory → coded(compressed(FileStore))` reads, decompresses and decodes in
-    /// one job of the store's I/O executor, and the caller resumes once, with the value.
-    @Test func aReadOverAFileStoreDecompressesAndDecodesOnItsExecutor() async throws {
+    /// A warm read of `memory → coded(compressed(FileStore))` of a large value (over 64 KiB
+    /// compressed) reads, decompresses and decodes in one job of the store's I/O executor, and the
+    /// caller resumes once, with the value; a small one whose file the kernel has cached is read,
+    /// decompressed and decoded on the caller's thread, without a hop.
+    @Test func aReadOverAFileStoreDecompressesAndDecodesALargeValueOnItsExecutor() async throws {
         let directory = try TemporaryDirectory()
         let executor = IOExecutor(width: 1)
         let disk = try FileStore(directory: directory.path, executor: executor)
         let seen = Locked<[Bool]>([])
         let codec = ThreadNotingCodec(executor: executor, seen: seen)
         let store = disk.compressed().coded(with: codec)
-        try await store.setValue(Self.text(10_000), forKey: "k")
+        var random = SystemRandomNumberGenerator()
+        let large = Data((0..<100_000).map { _ in UInt8.random(in: 0...255, using: &random) })
+        try await store.setValue(large, forKey: "k")
+        try await store.setValue(Self.text(10_000), forKey: "small")
+        await disk.waitUntilIndexed()
         seen.withLock { $0.removeAll() }
 
-        #expect(try await store.value(forKey: "k") == Self.text(10_000))
+        #expect(try await store.value(forKey: "k") == large)
         #expect(seen.withLock { $0 } == [true], "decoded on the executor that read the file")
 
         // Through a chain and a type-erased store, as a Cache's format stacks them.
         let chain = MemoryStore<String, Data>().chained(to: store).eraseToAnyStore()
-        #expect(try await chain.value(forKey: "k") == Self.text(10_000))
+        #expect(try await chain.value(forKey: "k") == large)
         #expect(seen.withLock { $0 } == [true, true])
+
+        // A small value from the page cache: no hop.
+        #expect(try await store.value(forKey: "small") == Self.text(10_000))
+        #expect(seen.withLock { $0 } == [true, true, false], "read and decoded on the caller's thread")
 
         // What the caller's transform throws comes out as it was; the file store counts no error.
         struct Refused: Error {}

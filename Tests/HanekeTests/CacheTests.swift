@@ -171,18 +171,25 @@ struct CacheTests {
         #expect(!IOExecutor.shared.isCurrent)
     }
 
-    /// A warm read (in the cache's files, not in memory) reads the file, decompresses and decodes
-    /// in one job of the I/O executor; the fetch resumes once, with the value.
-    @Test func aWarmReadDecodesOnTheIOExecutor() async throws {
+    /// A warm read (in the cache's files, not in memory) of a small value whose file the kernel
+    /// has cached is read, decompressed and decoded on the caller's thread, without a hop; a large
+    /// one (over 64 KiB compressed) is decompressed and decoded in a job of the I/O executor. The
+    /// fetch resumes once, with the value.
+    @Test func aWarmReadDecodesALargeValueOnTheIOExecutor() async throws {
         let cache = Cache<ThreadNotingValue>(name: "noting", directory: directory.appending("noting"))
-        try await cache.set(ThreadNotingValue(text: "warm"), forKey: "k")
+        var random = SystemRandomNumberGenerator()
+        let large = Data((0..<150_000).map { _ in UInt8.random(in: 0...255, using: &random) }).base64EncodedString()
+        try await cache.set(ThreadNotingValue(text: "warm"), forKey: "small")
+        try await cache.set(ThreadNotingValue(text: large), forKey: "large")
         try await cache.flush()
         cache.removeAllFromMemory()
         ThreadNotingValue.decodedOnExecutor.withLock { $0.removeAll() }
-        #expect(try await cache.fetch(key: "k").text == "warm")
+        #expect(try await cache.fetch(key: "large").text == large)
         #expect(ThreadNotingValue.decodedOnExecutor.withLock { $0 } == [true])
-        #expect(try await cache.fetch(key: "k").text == "warm", "from memory now")
+        #expect(try await cache.fetch(key: "large").text == large, "from memory now")
         #expect(ThreadNotingValue.decodedOnExecutor.withLock { $0 } == [true])
+        #expect(try await cache.fetch(key: "small").text == "warm")
+        #expect(ThreadNotingValue.decodedOnExecutor.withLock { $0 } == [true, false], "read from the page cache, on the caller's thread")
     }
 
     @Test func theTransformRunsOnceForConcurrentFetchesOfOneKey() async throws {

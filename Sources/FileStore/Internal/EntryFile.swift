@@ -64,6 +64,7 @@ enum EntryFile {
         knownSize: Int?,
         extent: Extent,
         sizeLimit: Int?,
+        waiting: Bool = true,
         _ body: (EntryHeader, inout WholeFileReader) -> Entry
     ) throws(POSIX.Failure) -> Outcome<Entry> {
         let size: Int
@@ -75,7 +76,7 @@ enum EntryFile {
         // The first read takes the whole file in the common case; a huge (or sparse, or lying)
         // file is only read further once its checked header says how long it is.
         let first = extent == .whole ? WholeFileReader.firstReadLimit : 4096
-        var reader = try WholeFileReader(descriptor: descriptor, expectedSize: min(size, first), path: path())
+        var reader = try WholeFileReader(descriptor: descriptor, expectedSize: min(size, first), waiting: waiting, path: path())
         defer { reader.deallocate() }
 
         guard try reader.ensure(EntryHeader.fixedSize, path: path()) else { return .damaged(.shorterThanHeader(reader.count)) }
@@ -120,6 +121,8 @@ struct WholeFileReader {
     static let firstReadLimit = 16 << 20
 
     let descriptor: Int32
+    /// `false`: read only what the page cache holds, and throw `EAGAIN` for the rest.
+    let waiting: Bool
     private(set) var buffer: UnsafeMutableRawPointer
     private var capacity: Int
     /// Whether `buffer` is still this reader's to free (not handed to a `Data`).
@@ -128,8 +131,9 @@ struct WholeFileReader {
     private(set) var count = 0
     private var reachedEnd = false
 
-    init(descriptor: Int32, expectedSize: Int, path: @autoclosure () -> String) throws(POSIX.Failure) {
+    init(descriptor: Int32, expectedSize: Int, waiting: Bool = true, path: @autoclosure () -> String) throws(POSIX.Failure) {
         self.descriptor = descriptor
+        self.waiting = waiting
         self.capacity = max(expectedSize, EntryHeader.fixedSize)
         guard let buffer = malloc(capacity) else { throw POSIX.Failure(call: "malloc", path: path(), code: ENOMEM) }
         self.buffer = buffer
@@ -139,7 +143,7 @@ struct WholeFileReader {
     mutating func ensure(_ needed: Int, path: @autoclosure () -> String) throws(POSIX.Failure) -> Bool {
         if count >= needed { return true }
         if count == 0 {
-            count = try POSIX.read(descriptor, into: buffer, count: capacity, at: 0, path: path())
+            count = try read(into: buffer, count: capacity, at: 0, path: path())
             reachedEnd = count < capacity
             if count >= needed { return true }
         }
@@ -151,13 +155,22 @@ struct WholeFileReader {
             buffer = grown
             capacity = needed
         }
-        let read = try POSIX.read(descriptor, into: buffer + count, count: needed - count, at: count, path: path())
+        let read = try read(into: buffer + count, count: needed - count, at: count, path: path())
         count += read
         if count < needed {
             reachedEnd = true
             return false
         }
         return true
+    }
+
+    /// `POSIX.read`, or when not ``waiting`` a read of the page cache only.
+    private func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int, path: @autoclosure () -> String) throws(POSIX.Failure) -> Int {
+        if waiting { return try POSIX.read(descriptor, into: buffer, count: count, at: offset, path: path()) }
+        guard let read = POSIX.readWithoutWaiting(descriptor, into: buffer, count: count, at: offset) else {
+            throw POSIX.Failure(call: "preadv2(RWF_NOWAIT)", path: path(), code: EAGAIN)
+        }
+        return read
     }
 
     func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
