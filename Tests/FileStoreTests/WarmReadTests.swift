@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import FileStore
 import HanekeProtocols
@@ -6,71 +5,75 @@ import HanekeTesting
 import Testing
 import TestSupport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// An async read whose file the kernel has cached — its name in the lookup cache, its pages in the
 /// page cache — runs on the caller's thread, without a hop to the I/O executor; one whose pages
-/// are not cached goes to the executor, as every read did before. Each test holds the executor's
-/// only worker, so a read that hops cannot finish until it is let go.
-@Suite(.timeLimit(.minutes(1)), .tags(.disk))
+/// are not cached goes to the executor, as every read did before. The store's clock notes where
+/// each of its readings was made: a read reads it once where it reads the file.
+@Suite(.timeLimit(.minutes(1)), .offThePool, .tags(.disk))
 struct WarmReadTests {
     let directory: TemporaryDirectory
-    let executor = IOExecutor(width: 1)
+    let executor = IOExecutor(width: 1, label: "test.warm-reads")
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "warm-reads")
     }
 
-    /// Holds the executor's one worker until the returned semaphore is signalled.
-    func holdTheExecutor() async throws -> DispatchSemaphore {
-        let held = DispatchSemaphore(value: 0)
-        let started = Locked(false)
-        executor.submit {
-            started.withLock { $0 = true }
-            held.wait()
+    /// A system clock that notes whether each reading was made by a job of `executor`.
+    final class WhereClock: StoreClock {
+        let executor: IOExecutor
+        let readings = Locked<[Bool]>([])
+
+        init(executor: IOExecutor) { self.executor = executor }
+
+        func now() -> Date {
+            let onExecutor = executor.isCurrent
+            readings.withLock { $0.append(onExecutor) }
+            return Date()
         }
-        try await waitUntil(timeout: .seconds(30), "the executor held") { started.withLock { $0 } }
-        return held
+
+        /// The readings made while `body` ran.
+        func readings(during body: () async throws -> Void) async throws -> [Bool] {
+            readings.withLock { $0 = [] }
+            try await body()
+            return readings.withLock { $0 }
+        }
     }
 
     @Test func aCachedReadNeedsNoHop() async throws {
-        let store = try FileStore(directory: directory.path, executor: executor)
+        let clock = WhereClock(executor: executor)
+        let store = try FileStore(directory: directory.path, configuration: .init(clock: clock), executor: executor)
         let value = Data(repeating: 7, count: 4_096)
         try await store.setValue(value, forKey: "warm")
         await store.waitUntilIndexed()
-        let before = store.statistics.hits
-        let held = try await holdTheExecutor()
-        // Served while the executor's only worker is held: the read never went there.
-        #expect(try await store.value(forKey: "warm") == value)
-        #expect(try await store.entry(forKey: "warm")?.value == value)
-        #expect(store.statistics.hits == before + 2, "counted as hits")
-        held.signal()
+        let hits = store.statistics.hits
+        let readings = try await clock.readings {
+            let read = try await store.value(forKey: "warm")
+            let entry = try await store.entry(forKey: "warm")
+            #expect(read == value && entry?.value == value)
+        }
+        #expect(readings == [false, false], "both reads on the caller's thread, none on the executor")
+        #expect(store.statistics.hits == hits + 2, "counted as hits")
     }
 
     @Test func aReadWhosePagesAreNotCachedGoesToTheExecutor() async throws {
-        let store = try FileStore(directory: directory.path, executor: executor)
+        let clock = WhereClock(executor: executor)
+        let store = try FileStore(directory: directory.path, configuration: .init(clock: clock), executor: executor)
         let value = Data(repeating: 9, count: 64 << 10)
         try await store.setValue(value, forKey: "cold")
         await store.waitUntilIndexed()
-        try dropFromThePageCache(key: "cold")
-        let held = try await holdTheExecutor()
-        let read = Task { try await store.value(forKey: "cold") }
-        // The read waits for the executor (a job queued behind the one that holds it).
-        try await waitUntil(timeout: .seconds(30), "the read queued on the executor") { executor.pendingCount == 1 }
-        held.signal()
-        #expect(try await read.value == value)
-    }
-
-    /// Writes the entry's pages to the disk and asks the kernel to drop them (clean pages go).
-    func dropFromThePageCache(key: String) throws {
-        let files = try FileManager.default.subpathsOfDirectory(atPath: directory.path).filter { $0.count == 35 && $0.hasPrefix($0.prefix(2) + "/") }
-        try #require(files.count == 1, "\(files)")
-        let fd = open(directory.path + "/" + files[0], O_RDONLY)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        fsync(fd)
-        #expect(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
+        try PageCache.dropEntryFiles(in: directory.path)
+        let readings = try await clock.readings {
+            let read = try await store.value(forKey: "cold")
+            #expect(read == value)
+        }
+        // The first try, on the caller's thread, finds a page not cached; the read is made on the
+        // executor.
+        #expect(readings == [false, true])
+        // Now its pages are cached again: no hop.
+        let again = try await clock.readings {
+            let read = try await store.value(forKey: "cold")
+            #expect(read == value)
+        }
+        #expect(again == [false])
     }
 }
