@@ -58,7 +58,8 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         public var requestTimeout: Duration?
         /// ``defaultSensitiveQueryItems`` (`token`, `access_token`, `api_key`, `signature`,
         /// `password` and the like) by default: the query items whose values
-        /// error messages show as `***`. Names are compared without regard to case. The password
+        /// error messages show as `***`, beside the process's `SensitiveQueryItems.current`.
+        /// Names are compared without regard to case. The password
         /// of a URL's user info is always hidden (`alice:***@`), and so is user info without a
         /// password, often a token (`***@`).
         public var sensitiveQueryItems: Set<String>
@@ -76,8 +77,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// `secret`, `client_secret`, `private_key`, `credential`, `credentials`, `assertion`,
         /// `otp`, `code` (OAuth's), `session`, `sessionid`, `session_id`, `sid`, `jwt`, `auth`,
         /// `authorization`, the `x-amz-` signature, credential and security token, and the
-        /// `x-goog-` signature and credential with `googleaccessid`. Every key the cache shows in
-        /// its logs is shown with these hidden too, and so does the `haneke` tool.
+        /// `x-goog-` signature and credential with `googleaccessid` (`SensitiveQueryItems.defaults`).
+        /// The keys the cache shows in its logs, and the `haneke` tool, hide
+        /// `SensitiveQueryItems.current`, which starts as these; add your names there, and every
+        /// log line, error and fetcher follows.
         public static var defaultSensitiveQueryItems: Set<String> { Redaction.defaultSensitiveQueryItems }
 
         /// Creates a configuration.
@@ -457,7 +460,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// `url` as error messages show it (``Redaction``), hiding the values of
     /// `configuration.sensitiveQueryItems`: `http://alice:***@host/path?token=***`.
     func redacted(_ url: String) -> String {
-        Redaction.redactingURL(url, sensitiveQueryItems: configuration.sensitiveQueryItems)
+        Redaction.redactingURL(url, sensitiveQueryItems: configuration.sensitiveQueryItems.union(SensitiveQueryItems.current))
     }
 }
 

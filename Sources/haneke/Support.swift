@@ -258,9 +258,19 @@ struct SecretOptions: ParsableArguments {
     @Flag(help: "Print keys whole, with the values of their tokens, signatures and passwords (shown as *** by default).")
     var showSecrets = false
 
+    @Option(
+        name: .customLong("sensitive-query-item"),
+        help: ArgumentHelp(
+            "Also hide the value of the query item NAME in the keys printed, beside the common names of tokens, signatures and passwords (repeatable).",
+            valueName: "NAME"
+        )
+    )
+    var sensitiveQueryItems: [String] = []
+
     /// Applies the choice to every key printed from now on.
     func apply() {
         secretsShown.store(showSecrets, ordering: .relaxed)
+        if !sensitiveQueryItems.isEmpty { SensitiveQueryItems.current.formUnion(sensitiveQueryItems) }
     }
 }
 

@@ -278,6 +278,9 @@ struct HanekeToolTests {
         }
         let shown = try await Self.haneke("inspect", folder, "--json", "--show-secrets")
         #expect(shown.output.contains(key), "\(shown.output)")
+        // A name of one's own, beside the common ones.
+        let own = try await Self.haneke("inspect", folder, "--sensitive-query-item", "PAGE")
+        #expect(own.output.contains("sessionid=***&page=***"), "\(own.output)")
     }
 
     @Test func statsTellsDiskFromFiles() async throws {

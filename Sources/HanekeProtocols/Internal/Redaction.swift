@@ -5,7 +5,7 @@ import Foundation
 /// error message or a log line: `http://alice:***@host/path?token=***`.
 package enum Redaction {
     /// The query items whose values are hidden unless a caller names others: common names of
-    /// tokens, keys, signatures and passwords. Compared without regard to case.
+    /// tokens, keys, signatures and passwords, in lower case (`SensitiveQueryItems.defaults`).
     package static let defaultSensitiveQueryItems: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key",
         "signature", "sig", "password", "passwd", "pass", "secret", "client_secret",
@@ -23,7 +23,7 @@ package enum Redaction {
     ///   - url: A URL's text.
     ///   - sensitiveQueryItems: The query items whose values are hidden.
     /// - Returns: What may be shown.
-    package static func redactingURL(_ url: String, sensitiveQueryItems: Set<String> = defaultSensitiveQueryItems) -> String {
+    package static func redactingURL(_ url: String, sensitiveQueryItems: Set<String> = SensitiveQueryItems.current) -> String {
         guard let separator = url.range(of: "://") else { return url }
         var shown = String(url[..<separator.upperBound])
         let rest = url[separator.upperBound...]
