@@ -38,7 +38,7 @@ public final class IOExecutor: Sendable {
 
     private struct State: Sendable {
         var running = 0
-        var pending = Queue()
+        var pending = JobQueue()
     }
 
     /// Creates an executor.
@@ -155,36 +155,36 @@ public final class IOExecutor: Sendable {
             work()
         }
     }
+}
 
-    /// A first-in, first-out queue of jobs: an array and a read position, compacted as it drains.
-    ///
-    /// A job leaves its slot when it is taken (the slot is emptied while the job is still held by
-    /// the caller), so compacting never releases a job — and never runs a `deinit` it captured —
-    /// while the executor's lock is held: that `deinit` could submit to this executor and wait for
-    /// the lock it holds.
-    private struct Queue: Sendable {
-        private var jobs: [(@Sendable () -> Void)?] = []
-        private var head = 0
+/// A first-in, first-out queue of jobs: an array and a read position, compacted as it drains.
+///
+/// A job leaves its slot when it is taken (the slot is emptied while the job is still held by
+/// the caller), so compacting never releases a job — and never runs a `deinit` it captured —
+/// while the owner's lock is held: that `deinit` could submit to the same executor or pool and
+/// wait for the lock it holds. `IOExecutor` and `ThreadPool` keep their jobs in one.
+struct JobQueue: Sendable {
+    private var jobs: [(@Sendable () -> Void)?] = []
+    private var head = 0
 
-        mutating func append(_ job: @escaping @Sendable () -> Void) {
-            jobs.append(job)
+    mutating func append(_ job: @escaping @Sendable () -> Void) {
+        jobs.append(job)
+    }
+
+    /// The jobs waiting.
+    var count: Int { jobs.count - head }
+
+    mutating func popFirst() -> (@Sendable () -> Void)? {
+        guard head < jobs.count, let job = jobs[head] else { return nil }
+        jobs[head] = nil
+        head += 1
+        if head == jobs.count {
+            jobs.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1_024, head * 2 >= jobs.count {
+            jobs.removeFirst(head)
+            head = 0
         }
-
-        /// The jobs waiting.
-        var count: Int { jobs.count - head }
-
-        mutating func popFirst() -> (@Sendable () -> Void)? {
-            guard head < jobs.count, let job = jobs[head] else { return nil }
-            jobs[head] = nil
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 1_024, head * 2 >= jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
+        return job
     }
 }

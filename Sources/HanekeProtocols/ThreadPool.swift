@@ -18,23 +18,8 @@ package final class ThreadPool: Sendable {
     private let state = Locked(State())
 
     private struct State {
-        /// Taken jobs are `nil`, so that what they captured goes as soon as they have run.
-        var jobs: [(@Sendable () -> Void)?] = []
-        var head = 0
+        var jobs = JobQueue()
         var threads = 0
-
-        var pending: Int { jobs.count - head }
-
-        mutating func next() -> (@Sendable () -> Void)? {
-            guard head < jobs.count, let job = jobs[head] else { return nil }
-            jobs[head] = nil
-            head += 1
-            if head == jobs.count || head >= 64 && head * 2 >= jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
     }
 
     /// Creates a pool.
@@ -48,7 +33,7 @@ package final class ThreadPool: Sendable {
 
     /// The jobs waiting for a thread (for tests).
     package var pendingCount: Int {
-        state.withLock { $0.pending }
+        state.withLock { $0.jobs.count }
     }
 
     /// Runs `job` on one of the threads: at once if fewer than ``width`` run, after the jobs
@@ -63,7 +48,7 @@ package final class ThreadPool: Sendable {
         guard startThread else { return }
         let thread = Thread { [self] in
             while let job = state.withLock({ state -> (@Sendable () -> Void)? in
-                guard let job = state.next() else {
+                guard let job = state.jobs.popFirst() else {
                     state.threads -= 1
                     return nil
                 }
