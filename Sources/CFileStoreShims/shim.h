@@ -34,18 +34,24 @@ static inline int haneke_o_path(void) {
 /// RESOLVE_BENEATH`): one system call for what otherwise takes an `openat` per component.
 /// Returns the descriptor, or -1 with `errno` set: `ELOOP` when a component is a link, `ENOSYS`
 /// (or `EPERM` under some seccomp filters) where the kernel lacks `openat2` (before Linux 5.6).
+/// `resolve` adds flags of `open_how.resolve` (0 for none).
 /// The corresponding C function is `openat2`.
-static inline int haneke_openat2_beneath(int directory, const char *path, int flags) {
+static inline int haneke_openat2_beneath_resolving(int directory, const char *path, int flags, unsigned long long resolve) {
 #if defined(__linux__) && defined(SYS_openat2) && defined(RESOLVE_NO_SYMLINKS)
     struct open_how how = {0};
     how.flags = (unsigned long long)flags;
-    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH | resolve;
     return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
 #else
-    (void)directory; (void)path; (void)flags;
+    (void)directory; (void)path; (void)flags; (void)resolve;
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+/// `haneke_openat2_beneath_resolving` with no flag added.
+static inline int haneke_openat2_beneath(int directory, const char *path, int flags) {
+    return haneke_openat2_beneath_resolving(directory, path, flags, 0);
 }
 
 /// `haneke_openat2_beneath` that only looks the path up in the kernel's caches
@@ -53,16 +59,7 @@ static inline int haneke_openat2_beneath(int directory, const char *path, int fl
 /// the disk, so that a caller that must not block can go elsewhere to open it.
 /// The corresponding C function is `openat2`.
 static inline int haneke_openat2_beneath_cached(int directory, const char *path, int flags) {
-#if defined(__linux__) && defined(SYS_openat2) && defined(RESOLVE_NO_SYMLINKS)
-    struct open_how how = {0};
-    how.flags = (unsigned long long)flags;
-    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH | 0x20;   // RESOLVE_CACHED
-    return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
-#else
-    (void)directory; (void)path; (void)flags;
-    errno = ENOSYS;
-    return -1;
-#endif
+    return haneke_openat2_beneath_resolving(directory, path, flags, 0x20);   // RESOLVE_CACHED
 }
 
 /// The C library's `preadv2`, which it declares only under `_GNU_SOURCE`.
