@@ -417,7 +417,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
             throw Self.storeError(for: error, request: request)
         }
         if let maximum = configuration.maximumBodySize, data.count > maximum {
-            throw Transfer.tooLarge(request.shown, maximum: maximum, received: data.count)
+            throw CurlTransfer.tooLarge(request.shown, maximum: maximum, received: data.count)
         }
         return (data, response)
     }
@@ -503,11 +503,6 @@ private final class Transfer: Sendable {
 
     init(shown: String) {
         self.shown = shown
-    }
-
-    /// The error of a body that passed `maximum`, `received` bytes in.
-    static func tooLarge(_ shown: String, maximum: Int, received: Int) -> StoreError {
-        StoreError(.valueTooLarge, "GET \(shown) sent more than its maximumBodySize of \(maximum) bytes (\(received) bytes when it was stopped)")
     }
 
     /// Runs the task `makeTask` makes, and returns what it fetched. A session's `dataTask`,

@@ -125,6 +125,11 @@ enum CurlTransfer {
         return try transfer.outcome(code: code, reason: reason, status: status, url: finalURL)
     }
 
+    /// The error of a body that passed `maximum`, `received` bytes in.
+    static func tooLarge(_ shown: String, maximum: Int, received: Int) -> StoreError {
+        StoreError(.valueTooLarge, "GET \(shown) sent more than its maximumBodySize of \(maximum) bytes (\(received) bytes when it was stopped)")
+    }
+
     /// What libcurl said of a transfer that failed: its error code and its explanation. The cause
     /// of the `StoreError` that `NetworkFetcher` throws for it.
     struct Failure: Error, Sendable, CustomStringConvertible {
@@ -210,10 +215,7 @@ private final class Transfer: Sendable {
         return state.withLock { state in
             state.received += bytes.count
             if let maximum = maximumBodySize, state.received > maximum {
-                state.stopped = StoreError(
-                    .valueTooLarge,
-                    "GET \(shown) sent more than its maximumBodySize of \(maximum) bytes (\(state.received) bytes when it was stopped)"
-                )
+                state.stopped = CurlTransfer.tooLarge(shown, maximum: maximum, received: state.received)
                 state.body = Data()
                 return false
             }
