@@ -7,8 +7,9 @@ import TestSupport
 
 /// An async read whose file the kernel has cached — its name in the lookup cache, its pages in the
 /// page cache — runs on the caller's thread, without a hop to the I/O executor; one whose pages
-/// are not cached goes to the executor, as every read did before. The store's clock notes where
-/// each of its readings was made: a read reads it once where it reads the file.
+/// are not cached goes to the executor, as every read did before. The store's clock
+/// (`WhereClock`) notes where each of its readings was made: a read reads it once where it reads
+/// the file.
 @Suite(.timeLimit(.minutes(1)), .offThePool, .tags(.disk))
 struct WarmReadTests {
     let directory: TemporaryDirectory
@@ -18,27 +19,6 @@ struct WarmReadTests {
         directory = try TemporaryDirectory(prefix: "warm-reads")
     }
 
-    /// A system clock that notes whether each reading was made by a job of `executor`.
-    final class WhereClock: StoreClock {
-        let executor: IOExecutor
-        let readings = Locked<[Bool]>([])
-
-        init(executor: IOExecutor) { self.executor = executor }
-
-        func now() -> Date {
-            let onExecutor = executor.isCurrent
-            readings.withLock { $0.append(onExecutor) }
-            return Date()
-        }
-
-        /// The readings made while `body` ran.
-        func readings(during body: () async throws -> Void) async throws -> [Bool] {
-            readings.withLock { $0 = [] }
-            try await body()
-            return readings.withLock { $0 }
-        }
-    }
-
     @Test func aCachedReadNeedsNoHop() async throws {
         let clock = WhereClock(executor: executor)
         let store = try FileStore(directory: directory.path, configuration: .init(clock: clock), executor: executor)
@@ -46,11 +26,11 @@ struct WarmReadTests {
         try await store.setValue(value, forKey: "warm")
         await store.waitUntilIndexed()
         let hits = store.statistics.hits
-        let readings = try await clock.readings {
+        let readings = try await clock.readings(during: {
             let read = try await store.value(forKey: "warm")
             let entry = try await store.entry(forKey: "warm")
             #expect(read == value && entry?.value == value)
-        }
+        })
         #expect(readings == [false, false], "both reads on the caller's thread, none on the executor")
         #expect(store.statistics.hits == hits + 2, "counted as hits")
     }
@@ -62,18 +42,18 @@ struct WarmReadTests {
         try await store.setValue(value, forKey: "cold")
         await store.waitUntilIndexed()
         try PageCache.dropEntryFiles(in: directory.path)
-        let readings = try await clock.readings {
+        let readings = try await clock.readings(during: {
             let read = try await store.value(forKey: "cold")
             #expect(read == value)
-        }
+        })
         // The first try, on the caller's thread, finds a page not cached; the read is made on the
         // executor.
         #expect(readings == [false, true])
         // Now its pages are cached again: no hop.
-        let again = try await clock.readings {
+        let again = try await clock.readings(during: {
             let read = try await store.value(forKey: "cold")
             #expect(read == value)
-        }
+        })
         #expect(again == [false])
     }
 }

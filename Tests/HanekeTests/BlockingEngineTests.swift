@@ -12,31 +12,6 @@ import TestSupport
 /// each operation reads tells where it ran.
 @Suite(.timeLimit(.minutes(1)), .offThePool, .tags(.disk))
 struct BlockingEngineTests {
-    /// A system clock that notes, while recording, whether each reading was made by a job of
-    /// `executor`.
-    final class WhereClock: StoreClock {
-        let executor: IOExecutor
-        private let readings = Locked<[Bool]?>(nil)
-
-        init(executor: IOExecutor) { self.executor = executor }
-
-        func now() -> Date {
-            let onExecutor = executor.isCurrent
-            readings.withLock { $0?.append(onExecutor) }
-            return Date()
-        }
-
-        /// Whether each reading made while `body` ran was on the executor.
-        func readings(during body: () async throws -> Void) async throws -> [Bool] {
-            readings.withLock { $0 = [] }
-            try await body()
-            return readings.withLock { readings in
-                defer { readings = nil }
-                return readings ?? []
-            }
-        }
-    }
-
     /// Reads and writes through `Store`'s requirements, as a chain or a `Cache` does.
     func writeAndRead<S: Store<String, Data>>(_ store: S) async throws -> Data? {
         try await store.setValue(Data("generic".utf8), forKey: "g")

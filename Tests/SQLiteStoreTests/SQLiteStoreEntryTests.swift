@@ -229,20 +229,6 @@ extension SQLiteStoreTests {
 
     // MARK: - Where the work runs
 
-    /// A system clock that notes whether each reading was made by a job of `executor`.
-    final class WhereClock: StoreClock {
-        let executor: IOExecutor
-        let readings = Locked<[Bool]>([])
-
-        init(executor: IOExecutor) { self.executor = executor }
-
-        func now() -> Date {
-            let onExecutor = executor.isCurrent
-            readings.withLock { $0.append(onExecutor) }
-            return Date()
-        }
-    }
-
     /// Every entry operation through `Store`'s requirements, as a chain does; the transform
     /// reports where it ran.
     func useEntries<S: Store<String, Data>>(of store: S, executor: IOExecutor) async throws -> [Bool] {
@@ -258,15 +244,16 @@ extension SQLiteStoreTests {
         let executor = IOExecutor(width: 2, label: "test.sqlite-entries")
         let clock = WhereClock(executor: executor)
         let store = try SQLiteStore(directory: folder, configuration: .init(clock: clock), executor: executor)
-        clock.readings.withLock { $0 = [] }
-        var transforms = try await useEntries(of: store, executor: executor)
-        _ = try await store.entry(forKey: "k")
-        _ = try await store.attributes(forKey: "k")
-        try await store.setEntry(StoreEntry(value: Data("v".utf8)), forKey: "k")
-        _ = try await store.setAttributes(EntryAttributes(), forKey: "k")
-        _ = try await store.addEntry(StoreEntry(value: Data("v".utf8)), forKey: "k")
-        transforms.append(try await store.entry(forKey: "k", transformedBy: { _ in executor.isCurrent })?.value ?? false)
-        let readings = clock.readings.withLock { $0 }
+        var transforms: [Bool] = []
+        let readings = try await clock.readings(during: {
+            transforms = try await useEntries(of: store, executor: executor)
+            _ = try await store.entry(forKey: "k")
+            _ = try await store.attributes(forKey: "k")
+            try await store.setEntry(StoreEntry(value: Data("v".utf8)), forKey: "k")
+            _ = try await store.setAttributes(EntryAttributes(), forKey: "k")
+            _ = try await store.addEntry(StoreEntry(value: Data("v".utf8)), forKey: "k")
+            transforms.append(try await store.entry(forKey: "k", transformedBy: { _ in executor.isCurrent })?.value ?? false)
+        })
         #expect(readings.count >= 11)
         #expect(readings.allSatisfy { $0 }, "\(readings)")
         #expect(transforms == [true, true])
