@@ -172,27 +172,13 @@ enum IsolationBenchmarks {
 
     /// nginx as the origin: `/small` a few bytes, `/bomb` the gzip file with `Content-Encoding: gzip`.
     static func origin(scratch: String, port: Int, bomb: String) -> String {
-        """
-        \(geteuid() == 0 ? "user root;" : "")
-        worker_processes 1;
-        pid \(scratch)/nginx.pid;
-        error_log \(scratch)/error.log;
-        events { worker_connections 1024; }
-        http {
-            sendfile on;
-            access_log off;
-            client_body_temp_path \(scratch)/client_body;
-            proxy_temp_path \(scratch)/proxy_temp;
-            fastcgi_temp_path \(scratch)/fastcgi;
-            uwsgi_temp_path \(scratch)/uwsgi;
-            scgi_temp_path \(scratch)/scgi;
+        ProxyBenchmarks.nginxFile(scratch: scratch, workers: "1", connections: 1024, http: """
             server {
                 listen 127.0.0.1:\(port);
                 location = /small { default_type text/plain; return 200 "small"; }
                 location = /bomb { default_type application/octet-stream; add_header Content-Encoding gzip; alias \(bomb); }
             }
-        }
-        """
+            """)
     }
 
     /// The latency in milliseconds of each of `count` calls of `body`, one after the other.
@@ -270,7 +256,7 @@ enum IsolationBenchmarks {
         let start = ContinuousClock.now
         while true {
             let elapsed = ContinuousClock.now - start
-            if done() { return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }
+            if done() { return elapsed.seconds }
             if elapsed >= limit { return nil }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -294,9 +280,4 @@ struct ProcessCounts: Sendable {
     func max(_ other: ProcessCounts) -> ProcessCounts {
         ProcessCounts(threads: Swift.max(threads, other.threads), descriptors: Swift.max(descriptors, other.descriptors))
     }
-}
-
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -97,21 +97,8 @@ enum ProxyBenchmarks {
     }
 
     static func nginxConfiguration(scratch: String, origin: Int, cache: Int) -> String {
-        """
-        \(geteuid() == 0 ? "user root;" : "")
-        worker_processes auto;
-        pid \(scratch)/nginx.pid;
-        error_log \(scratch)/error.log;
-        events { worker_connections 4096; }
-        http {
-            sendfile on;
+        nginxFile(scratch: scratch, workers: "auto", connections: 4096, http: """
             tcp_nodelay on;
-            access_log off;
-            client_body_temp_path \(scratch)/client_body;
-            proxy_temp_path \(scratch)/proxy_temp;
-            fastcgi_temp_path \(scratch)/fastcgi;
-            uwsgi_temp_path \(scratch)/uwsgi;
-            scgi_temp_path \(scratch)/scgi;
             proxy_cache_path \(scratch)/nginx-cache levels=1:2 keys_zone=bench:16m max_size=256m inactive=600m;
             upstream origin { server 127.0.0.1:\(origin); keepalive 64; }
             server {
@@ -129,6 +116,28 @@ enum ProxyBenchmarks {
                     proxy_set_header Connection "";
                 }
             }
+            """)
+    }
+
+    /// An nginx configuration that keeps every file it writes in `scratch` (its pid, its log, its
+    /// temporary files), runs as root when we are root, sends files with `sendfile` and logs no
+    /// access unless told; `http` holds the rest of the `http` block.
+    static func nginxFile(scratch: String, workers: String, connections: Int, http: String) -> String {
+        """
+        \(geteuid() == 0 ? "user root;" : "")
+        worker_processes \(workers);
+        pid \(scratch)/nginx.pid;
+        error_log \(scratch)/error.log;
+        events { worker_connections \(connections); }
+        http {
+            sendfile on;
+            access_log off;
+            client_body_temp_path \(scratch)/client_body;
+            proxy_temp_path \(scratch)/proxy_temp;
+            fastcgi_temp_path \(scratch)/fastcgi;
+            uwsgi_temp_path \(scratch)/uwsgi;
+            scgi_temp_path \(scratch)/scgi;
+        \(http)
         }
         """
     }

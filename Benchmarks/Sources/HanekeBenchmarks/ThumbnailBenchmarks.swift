@@ -468,7 +468,7 @@ enum Spawn {
             let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
             return Outcome(
                 status: exitStatus,
-                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                seconds: elapsed.seconds,
                 program: program
             )
         }
