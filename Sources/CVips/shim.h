@@ -184,7 +184,9 @@ typedef struct {
 /// A resize's time limit: a thread that waits until the deadline (on the monotonic clock) unless
 /// the resize ends first, and then kills the image being computed (`vips_image_set_kill`): libvips
 /// checks that flag each time it prepares a region of the image, so the resize stops within a
-/// strip of it and fails with "killed".
+/// strip of it and fails with "killed". The resizing thread also reads the clock itself, before
+/// it computes pixels and when it is done: on a busy machine the watch thread may not run until
+/// long after its deadline, and a resize that took longer than its limit fails all the same.
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -235,22 +237,33 @@ static inline int cvips_watch_start(cvips_watch *watch, long limit_us) {
     return 0;
 }
 
-/// Makes `image` the one killed at the deadline (at once if it has passed); returns whether the
-/// deadline has passed.
+/// Whether the monotonic clock has reached the watch's deadline; call with the lock held.
+static inline int cvips_watch_passed(const cvips_watch *watch) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > watch->deadline.tv_sec
+        || (now.tv_sec == watch->deadline.tv_sec && now.tv_nsec >= watch->deadline.tv_nsec);
+}
+
+/// Makes `image` the one killed at the deadline (at once if it has passed, whether or not the
+/// watch thread has run yet); returns whether the deadline has passed.
 static inline int cvips_watch_target(cvips_watch *watch, VipsImage *image) {
     if (!watch->started) return 0;
     pthread_mutex_lock(&watch->lock);
     watch->target = image;
+    if (!watch->expired && cvips_watch_passed(watch)) watch->expired = 1;
     if (watch->expired && image != NULL) vips_image_set_kill(image, 1);
     int expired = watch->expired;
     pthread_mutex_unlock(&watch->lock);
     return expired;
 }
 
-/// Ends the watch, before the images it may kill go; returns whether the deadline had passed.
+/// Ends the watch, before the images it may kill go; returns whether the deadline had passed
+/// (by the clock, even if the watch thread never ran).
 static inline int cvips_watch_stop(cvips_watch *watch) {
     if (!watch->started) return 0;
     pthread_mutex_lock(&watch->lock);
+    if (!watch->expired && cvips_watch_passed(watch)) watch->expired = 1;
     watch->done = 1;
     watch->target = NULL;
     pthread_cond_signal(&watch->changed);
@@ -341,8 +354,11 @@ static inline int cvips_resize(const void *data, size_t length, const cvips_resi
             break;
         }
     }
-    // The watch ends before the images it may kill go.
-    result->timed_out = cvips_watch_stop(&watch) && status != 0;
+    // The watch ends before the images it may kill go. A resize that ended after its deadline
+    // fails, even when it was not stopped (the watch thread had not run yet): its limit is kept
+    // whatever the scheduler did.
+    result->timed_out = cvips_watch_stop(&watch);
+    if (result->timed_out) status = -1;
     if (flattened != NULL) g_object_unref(flattened);
     if (thumbnail != NULL) g_object_unref(thumbnail);
     if (input != NULL) g_object_unref(input);

@@ -76,7 +76,8 @@ public struct ImageResizer: Sendable {
     /// hostile image cannot keep a thread of the compute executor for long. A PNG (or any format
     /// but JPEG and WebP) stops within a strip of its decoding; a JPEG or WebP, which libvips
     /// decodes shrunk to the output's size, at the next strip of the output. A thread of libvips's
-    /// own waits for the deadline while a resize with a limit runs.
+    /// own waits for the deadline while a resize with a limit runs; a resize that ends after its
+    /// deadline before that thread could stop it (a busy machine) throws `timeout` all the same.
     public var timeLimit: Duration?
     /// Called with the input before it is resized (Haneke for Objective-C's `preResizeBlock`);
     /// what it returns is resized. `nil` by default. Its errors reach the caller as they are.
