@@ -106,10 +106,16 @@ struct ConfigurationTests {
 
     /// A huge URL is not quoted whole in its error.
     @Test func anInvalidURLIsCutInItsError() {
-        let url = "redis://host:" + String(repeating: "9", count: 100_000)
+        let url = "redis://host:" + String(repeating: "9", count: 4_000)
         let error = #expect(throws: StoreError.self) { _ = try RedisStore.Configuration(url: url) }
         #expect(error?.message.contains("the port") == true)
         #expect((error?.message.utf8.count ?? .max) < 1_000)
+        // Past 4 KiB a URL is refused before it is read, and its error is cut as well.
+        let huge = "redis://host:" + String(decoding: [UInt8](repeating: UInt8(ascii: "9"), count: 100_000), as: UTF8.self)
+        let refused = #expect(throws: StoreError.self) { _ = try RedisStore.Configuration(url: huge) }
+        #expect(refused?.message.contains("it is 100013 bytes long, more than the 4096 a Redis URL may take") == true, "\(String(describing: refused))")
+        #expect((refused?.message.utf8.count ?? .max) < 1_000)
+        #expect(throws: Never.self) { _ = try RedisStore.Configuration(url: "redis://" + String(repeating: "h", count: 4_096 - 13) + ":6379") }
     }
 
     @Test func backoffDoublesFromTheMinimumToTheMaximumWithJitter() {
