@@ -107,9 +107,28 @@ package final class WriteGate: Sendable {
     @usableFromInline
     package func ifUnchanged<T>(_ key: some Hashable, since mark: UInt64, _ body: () async throws -> T) async rethrows -> T? {
         let key = key.hashValue
-        guard await acquire(key) else { return nil }
+        let stripe = Self.stripe(of: key)
+        // The common case in one turn of the lock, without a continuation (a promotion on every
+        // warm read): the key changed already (skip), or its turn is free (take it).
+        let now = state.withLock { state -> Bool? in
+            guard state.generations[stripe] == mark else { return false }
+            guard state.everyKey == .none, state.turns[key] == nil else { return nil }
+            state.turns[key] = []
+            return true
+        }
+        switch now {
+        case false?:
+            return nil
+        case true?:
+            break
+        case nil:
+            guard await acquire(key) else { return nil }
+            guard state.withLock({ $0.generations[stripe] }) == mark else {
+                release(key)
+                return nil
+            }
+        }
         defer { release(key) }
-        guard state.withLock({ $0.generations[Self.stripe(of: key)] }) == mark else { return nil }
         return try await body()
     }
 
