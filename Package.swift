@@ -69,7 +69,7 @@ let package = Package(
         .systemLibrary(
             name: "CLZ4",
             pkgConfig: "liblz4",
-            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+            providers: [.apt(["liblz4-dev", "libxxhash-dev"]), .brew(["lz4", "xxhash"])]
         ),
         .target(
             name: "CompressedStore",

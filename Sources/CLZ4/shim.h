@@ -1,4 +1,7 @@
-// The system liblz4 (Debian: liblz4-dev), seen from Swift through small static inline wrappers.
+// The system liblz4 (Debian: liblz4-dev), seen from Swift through small static inline wrappers,
+// and xxHash's XXH32 (Debian: libxxhash-dev), which checks a frame's content faster than the copy
+// inside Debian's liblz4 (built for the baseline x86-64, it emulates XXH32's 32-bit multiplies with
+// SSE2: 2.2 µs of the 2.9 µs it took to decode a 4 KiB frame, against 0.8 µs for libxxhash).
 //
 // The wrappers take `void *` rather than `char *`, so Swift passes raw buffer pointers without
 // rebinding memory (as swift-crypto's CCryptoBoringSSLShims explains), and they fill the frame
@@ -11,6 +14,8 @@
 #define LZ4F_STATIC_LINKING_ONLY
 #include <lz4frame.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <xxhash.h>
 
 /// Preferences for one frame: the content size and the content checksum are always set, so that
 /// `lz4 -d` and this library can both verify what they decode.
@@ -78,21 +83,35 @@ static inline size_t clz4_frame_header(LZ4F_dctx *context, const void *source, s
 /// expected, or an error code. `stable`: the caller promises that the output written so far stays
 /// where it is, so liblz4 reads the history from it instead of keeping a copy. The corresponding C
 /// function is `LZ4F_decompress`.
+/// `skipChecksums`: liblz4 neither computes nor compares the frame's checksums (the caller checks
+/// the content checksum itself, with ``clz4_xxh32``).
 static inline size_t clz4_decompress(LZ4F_dctx *context, void *destination, size_t *destinationSize,
-                                     const void *source, size_t *sourceSize, int stable) {
+                                     const void *source, size_t *sourceSize, int stable, int skipChecksums) {
     LZ4F_decompressOptions_t options = { 0 };
     options.stableDst = stable ? 1u : 0u;
+    options.skipChecksums = skipChecksums ? 1u : 0u;
     return LZ4F_decompress(context, destination, destinationSize, source, sourceSize, &options);
 }
 
 static inline size_t clz4_decompress_stable(LZ4F_dctx *context, void *destination, size_t *destinationSize,
                                             const void *source, size_t *sourceSize) {
-    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 1);
+    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 1, 0);
+}
+
+static inline size_t clz4_decompress_stable_unchecked(LZ4F_dctx *context, void *destination, size_t *destinationSize,
+                                                      const void *source, size_t *sourceSize) {
+    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 1, 1);
+}
+
+/// XXH32 with seed 0, the checksum of an LZ4 frame's content. The corresponding C function is
+/// `XXH32`.
+static inline uint32_t clz4_xxh32(const void *bytes, size_t length) {
+    return XXH32(bytes, length, 0);
 }
 
 static inline size_t clz4_decompress_unstable(LZ4F_dctx *context, void *destination, size_t *destinationSize,
                                               const void *source, size_t *sourceSize) {
-    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 0);
+    return clz4_decompress(context, destination, destinationSize, source, sourceSize, 0, 0);
 }
 
 static inline int clz4_is_error(size_t code) {

@@ -263,6 +263,32 @@ struct CompressedStoreTests {
         #expect(error?.code == .corrupted)
     }
 
+    /// The content checksum of a frame this library writes is checked by libxxhash rather than by
+    /// liblz4 (whose copy of XXH32 is three times as slow on Debian's build): damage that still
+    /// decodes (a byte of an incompressible block, stored as it is) and a damaged checksum are both
+    /// caught, with the same error as before. A frame with block checksums (from the lz4 tool) is
+    /// still checked whole by liblz4.
+    @Test func everyChecksumOfAFrameIsChecked() throws {
+        var random = SystemRandomNumberGenerator()
+        let noise = Data((0..<4_096).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let frame = try LZ4Frame.compress(noise)
+        #expect(try LZ4Frame.decompress(frame) == noise)
+        var inTheData = frame
+        inTheData[frame.count / 2] ^= 0x01   // an uncompressed block: it still decodes, to other bytes
+        var inTheChecksum = frame
+        inTheChecksum[frame.count - 1] ^= 0x80
+        for damaged in [inTheData, inTheChecksum] {
+            let error = #expect(throws: StoreError.self) { try LZ4Frame.decompress(damaged) }
+            #expect(error?.code == .corrupted)
+            #expect(error?.message == "The \(frame.count)-byte LZ4 frame is damaged: the content checksum does not match")
+        }
+        // Made by `lz4 -B4 -BX`: 64 KiB blocks, each with its checksum; a byte of a block changed.
+        var blockChecked = try fixture("corpus-64k-blocks-blockcrc.json.lz4")
+        #expect(try LZ4Frame.decompress(blockChecked) == (try fixture("corpus.json")))
+        blockChecked[blockChecked.count / 2] ^= 0x01
+        #expect(throws: StoreError.self) { try LZ4Frame.decompress(blockChecked) }
+    }
+
     @Test func theRecordedContentSizeIsReadFromACheckedHeader() throws {
         let frame = try LZ4Frame.compress(Self.text(5_000))
         #expect(LZ4Frame.recordedContentSize(of: frame) == 5_000)
