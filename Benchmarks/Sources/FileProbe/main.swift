@@ -6,6 +6,9 @@
 //                                               LZ4 file store → fetcher, each key first removed
 //                                               from memory (so the file layer serves it and it is
 //                                               promoted), 4 KiB of JSON, from one task
+//   FileProbe DIR aget|cget KEYS OPERATIONS     the async get of 4 KiB of JSON from one task,
+//                                               through FileStore (aget) or
+//                                               CompressedStore(FileStore) (cget)
 //
 // Run it with OPERATIONS = 0 and with OPERATIONS = N: the difference, divided by N, is the cost of
 // one operation in user space and in the system-call entry (the kernel's own work is not counted).
@@ -17,50 +20,72 @@ import HanekeProtocols
 import MemoryStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm", "aget", "cget"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm|aget|cget KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
-var found = 0
-let start: ContinuousClock.Instant
-if arguments[2] == "warm" {
-    // Built as workload 4 builds its chain. The loop runs in one task; the main thread waits on a
-    // semaphore rather than with a top-level `await` (valgrind 3.19 crashes when the main thread
-    // parks in Swift's main executor).
+
+/// 4 KiB of JSON text, as workload 4 stores.
+func jsonDocument() -> Data {
     var json = "["
     var record = 0
     while json.utf8.count < 4096 {
         json += #"{"id":\#(record),"name":"user \#(record)","email":"user\#(record)@example.com","active":\#(record % 3 == 0)},"#
         record += 1
     }
-    let document = Data(json.utf8.prefix(4096))
-    let memory = MemoryStore<String, Data>(countLimit: keyCount * 2)
-    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
-    let chain = memory.chained(to: file).fetching { _ in document }
+    return Data(json.utf8.prefix(4096))
+}
+
+/// Runs `fill`, then `operation` for each of `operations` keys, in one task, timing the loop; the
+/// main thread waits on a semaphore rather than with a top-level `await` (valgrind 3.19 crashes
+/// when the main thread parks in Swift's main executor). Returns how many operations found the
+/// value, and when the loop started.
+func inOneTask(
+    fill: @escaping @Sendable () async throws -> Void,
+    _ operation: @escaping @Sendable (String) async throws -> Bool
+) -> (found: Int, start: ContinuousClock.Instant) {
     let result = PthreadLocked<(found: Int, start: ContinuousClock.Instant)>((0, .now))
     let done = DispatchSemaphore(value: 0)
     Task.detached { [keys, keyCount, operations] in
-        for key in keys { _ = try await chain.fetch(key) }   // cold: into the file and memory layers
+        try await fill()
         let start = ContinuousClock.now
         var found = 0
-        for i in 0..<operations {
-            let key = keys[(i &* 7919) % keyCount]
-            memory.removeValue(forKey: key)
-            if try await chain.fetch(key).count == document.count { found += 1 }
+        for i in 0..<operations where try await operation(keys[(i &* 7919) % keyCount]) {
+            found += 1
         }
         result.withLock { [found] in $0 = (found, start) }
         done.signal()
     }
     done.wait()
-    let outcome = result.withLock { $0 }
-    found = outcome.found
-    start = outcome.start
-} else {
+    return result.withLock { $0 }
+}
+
+let outcome: (found: Int, start: ContinuousClock.Instant)
+switch arguments[2] {
+case "warm":
+    // Built as workload 4 builds its chain.
+    let document = jsonDocument()
+    let memory = MemoryStore<String, Data>(countLimit: keyCount * 2)
+    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
+    let chain = memory.chained(to: file).fetching { _ in document }
+    outcome = inOneTask(fill: { for key in keys { _ = try await chain.fetch(key) } }) { key in
+        memory.removeValue(forKey: key)
+        return try await chain.fetch(key).count == document.count
+    }
+case "aget", "cget":
+    let document = jsonDocument()
+    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))
+    let store: any Store<String, Data> = arguments[2] == "cget" ? file.compressed() : file
+    outcome = inOneTask(fill: { for key in keys { try await store.setValue(document, forKey: key) } }) { key in
+        try await store.value(forKey: key)?.count == document.count
+    }
+default:
     let value = Data(repeating: 0x2A, count: 4096)
     let store = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))
     for key in keys { try store.setValue(value, forKey: key) }
-    start = ContinuousClock.now
+    var found = 0
+    let start = ContinuousClock.now
     for i in 0..<operations {
         let key = keys[(i &* 7919) % keyCount]
         if arguments[2] == "get" {
@@ -69,7 +94,9 @@ if arguments[2] == "warm" {
             try store.setValue(value, forKey: key)
         }
     }
+    outcome = (found, start)
 }
+let (found, start) = outcome
 let elapsed = ContinuousClock.now - start
 // The count, then the time per operation (for timing runs; callgrind ignores it).
 print(found, Double(elapsed.components.attoseconds) / 1e12 / Double(max(1, operations)) + Double(elapsed.components.seconds) * 1e6 / Double(max(1, operations)), "µs")
