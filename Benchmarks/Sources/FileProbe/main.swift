@@ -20,8 +20,8 @@ import HanekeProtocols
 import MemoryStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm", "aget", "cget"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm|aget|cget KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm", "aget", "cget", "chain"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm|aget|cget|chain KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -72,6 +72,16 @@ case "warm":
     outcome = inOneTask(fill: { for key in keys { _ = try await chain.fetch(key) } }) { key in
         memory.removeValue(forKey: key)
         return try await chain.fetch(key).count == document.count
+    }
+case "chain":
+    // Workload 9's warm chain: a new, unbounded memory store in front of the compressed files, each
+    // key read once (so each read is promoted, and memory keeps every value it read).
+    let document = jsonDocument()
+    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
+    let memory = MemoryStore<String, Data>()
+    let chain = memory.chained(to: file)
+    outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
+        try await chain.value(forKey: key)?.count == document.count
     }
 case "aget", "cget":
     let document = jsonDocument()
