@@ -102,11 +102,11 @@ extension FileStore {
     }
 
     /// Reads the file for `key` and passes its bytes through `transform`, both in one job of the I/O
-    /// executor (as ``value(forKey:transformedBy:)`` does), and returns them with the entry's
-    /// attributes.
+    /// executor, or on the caller's thread when the kernel has the file cached (as
+    /// ``value(forKey:transformedBy:)`` does), and returns them with the entry's attributes.
     /// - Parameters:
     ///   - key: The key to look up.
-    ///   - transform: What to make of the stored bytes, on the executor.
+    ///   - transform: What to make of the stored bytes, on the executor (or the caller's thread).
     /// - Returns: The entry with what `transform` made of its bytes, or `nil` on a miss.
     /// - Throws: `StoreError` with code `io`; what `transform` throws; `CancellationError` if
     ///   cancelled before it ran.
@@ -119,8 +119,7 @@ extension FileStore {
         // look up the metadata of `StoreEntry<Transformed>` on every read (4,000 instructions of a
         // 66,000-instruction warm read, `FileProbe warm`).
         if let entry = entryWithoutWaiting(forKey: key, withAttributes: true) {
-            guard entry.value.count <= ReadWithoutHop.largestTransformed else { return try await executor.run { try entry.map(transform) } }
-            return try entry.map(transform)
+            return try await ReadWithoutHop.transform(entry, on: executor, transform)
         }
         return try await executor.run { [self] in try blockingEntry(forKey: key).map { try $0.map(transform) } }
     }

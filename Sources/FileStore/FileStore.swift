@@ -406,10 +406,12 @@ public final class FileStore: Store {
 
     /// Reads the file for `key` and passes its bytes through `transform`, both in one job of the I/O
     /// executor: a `CompressedStore` or a `CodedStore` over this store decompresses and decodes
-    /// there, and the caller's task resumes once, with the result.
+    /// there, and the caller's task resumes once, with the result. A file whose name and pages the
+    /// kernel has cached is read on the caller's thread instead, without a hop, and a value of up
+    /// to 64 KiB is transformed there too.
     /// - Parameters:
     ///   - key: The key to look up.
-    ///   - transform: What to make of the stored bytes, on the executor.
+    ///   - transform: What to make of the stored bytes, on the executor (or the caller's thread).
     /// - Returns: What `transform` made of them, or `nil` on a miss.
     /// - Throws: `StoreError` with code `io`; what `transform` throws; `CancellationError` if
     ///   cancelled before it ran.

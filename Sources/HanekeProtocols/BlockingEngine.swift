@@ -50,7 +50,6 @@ extension BlockingEngine {
 
     package func entryWithoutWaiting(forKey key: String, withAttributes: Bool) -> StoreEntry<Data>? { nil }
 
-
     /// ``blockingValue(forKey:)`` as one job of the executor, unless
     /// ``entryWithoutWaiting(forKey:withAttributes:)`` serves it on the calling thread.
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
@@ -60,16 +59,16 @@ extension BlockingEngine {
     }
 
     /// ``blockingValue(forKey:)`` and `transform` of what it returns, in one job of the executor: a
-    /// decorator's decompression or decoding runs there, and the caller resumes once.
+    /// decorator's decompression or decoding runs there, and the caller resumes once. A value that
+    /// ``entryWithoutWaiting(forKey:withAttributes:)`` serves is transformed as
+    /// ``ReadWithoutHop/transform(_:on:_:)`` says.
     /// - Throws: What either throws; `CancellationError` if cancelled before it ran.
     package func valueOnExecutor<Transformed: Sendable>(
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> Transformed? {
         if let entry = entryWithoutWaiting(forKey: key, withAttributes: false) {
-            let value = entry.value
-            guard value.count <= ReadWithoutHop.largestTransformed else { return try await executor.run { try transform(value) } }
-            return try transform(value)
+            return try await ReadWithoutHop.transform(entry, on: executor, transform).value
         }
         return try await executor.run { try self.blockingValue(forKey: key).map(transform) }
     }
@@ -86,15 +85,15 @@ extension BlockingEngine {
         try await executor.run { try self.blockingRemoveValue(forKey: key) }
     }
 
-    /// ``blockingEntry(forKey:)`` and `transform` of its value, in one job of the executor.
+    /// ``blockingEntry(forKey:)`` and `transform` of its value, in one job of the executor, unless
+    /// ``entryWithoutWaiting(forKey:withAttributes:)`` serves it on the calling thread.
     /// - Throws: What either throws; `CancellationError` if cancelled before it ran.
     package func entryOnExecutor<Transformed: Sendable>(
         forKey key: String,
         transformedBy transform: @escaping @Sendable (Data) throws -> Transformed
     ) async throws -> StoreEntry<Transformed>? {
         if let entry = entryWithoutWaiting(forKey: key, withAttributes: true) {
-            guard entry.value.count <= ReadWithoutHop.largestTransformed else { return try await executor.run { try entry.map(transform) } }
-            return try entry.map(transform)
+            return try await ReadWithoutHop.transform(entry, on: executor, transform)
         }
         return try await executor.run { try self.blockingEntry(forKey: key).map { try $0.map(transform) } }
     }
@@ -129,15 +128,4 @@ extension BlockingEngine {
         await waitUntilReady()
         try await executor.run { try self.blockingRemoveAll() }
     }
-}
-
-/// What a read served on the calling thread (``BlockingEngine/entryWithoutWaiting(forKey:withAttributes:)``)
-/// does there.
-@usableFromInline
-package enum ReadWithoutHop {
-    /// The most bytes such a read also decompresses and decodes on the calling thread; a larger
-    /// value is transformed on the engine's executor, as a read from the disk is, so that a
-    /// cooperative thread never decodes a large value.
-    @usableFromInline
-    package static let largestTransformed = 64 << 10
 }
