@@ -92,9 +92,7 @@ enum IsolationBenchmarks {
         let port = try ProxyBenchmarks.freePort()
         func cleanUp() async {
             _ = try? await IOExecutor.shared.run {
-                if Tools.succeeds([nginx, "-p", scratch + "/", "-c", scratch + "/nginx.conf", "-s", "stop"]) {
-                    for _ in 0..<500 where FileManager.default.fileExists(atPath: scratch + "/nginx.pid") { usleep(10_000) }
-                }
+                ProxyBenchmarks.stopNginx(nginx, scratch: scratch)
                 try? FileManager.default.removeItem(atPath: scratch)
             }
         }
@@ -185,11 +183,7 @@ enum IsolationBenchmarks {
     private static func latencies(count: Int, _ body: () async throws -> Void) async throws -> [Double] {
         var results: [Double] = []
         results.reserveCapacity(count)
-        for _ in 0..<count {
-            let start = ContinuousClock.now
-            try await body()
-            results.append((ContinuousClock.now - start).seconds * 1_000)
-        }
+        for _ in 0..<count { results.append(try await Measure.seconds(body) * 1_000) }
         return results
     }
 
@@ -198,9 +192,7 @@ enum IsolationBenchmarks {
     private static func latenciesUntilCancelled(_ body: () async throws -> Void) async throws -> [Double] {
         var results: [Double] = []
         while !Task.isCancelled {
-            let start = ContinuousClock.now
-            try await body()
-            results.append((ContinuousClock.now - start).seconds * 1_000)
+            results.append(try await Measure.seconds(body) * 1_000)
             try? await Task.sleep(for: .milliseconds(1))
         }
         return results

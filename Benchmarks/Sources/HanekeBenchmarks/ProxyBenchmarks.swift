@@ -22,11 +22,7 @@ enum ProxyBenchmarks {
         func cleanUp() async {
             _ = try? await IOExecutor.shared.run { [proxy] in
                 proxy?.stop()
-                // `-s stop` only signals nginx: its folder is removed once its pid file is gone (it
-                // exited), else the removal races its workers and leaves files behind.
-                if Tools.succeeds([nginx, "-p", scratch + "/", "-c", scratch + "/nginx.conf", "-s", "stop"]) {
-                    for _ in 0..<500 where FileManager.default.fileExists(atPath: scratch + "/nginx.pid") { usleep(10_000) }
-                }
+                stopNginx(nginx, scratch: scratch)
                 try? FileManager.default.removeItem(atPath: scratch)
             }
         }
@@ -117,6 +113,15 @@ enum ProxyBenchmarks {
                 }
             }
             """)
+    }
+
+    /// Stops the nginx running from `scratch` (as `nginxFile` configures it) and waits up to 5 s
+    /// for it to exit. `-s stop` only signals nginx: its folder may be removed once its pid file is
+    /// gone, else the removal races its workers and leaves files behind. Blocks: call it on an
+    /// I/O executor.
+    static func stopNginx(_ nginx: String, scratch: String) {
+        guard Tools.succeeds([nginx, "-p", scratch + "/", "-c", scratch + "/nginx.conf", "-s", "stop"]) else { return }
+        for _ in 0..<500 where FileManager.default.fileExists(atPath: scratch + "/nginx.pid") { usleep(10_000) }
     }
 
     /// An nginx configuration that keeps every file it writes in `scratch` (its pid, its log, its
