@@ -80,6 +80,7 @@ bench: bench-deps release
 
 bench-smoke: bench-deps release
 	cd Benchmarks && $(SWIFT) build -c release && .build/release/HanekeBenchmarks --smoke --json .build/bench-smoke.json
+	cd Benchmarks && .build/release/HanekeBenchmarks --hit-ratio-check && .build/release/HanekeBenchmarks --hit-ratio --requests 20000 --keys 2000 > .build/hit-ratio-smoke.jsonl
 
 # Reliability: the stress suite under ThreadSanitizer, and libFuzzer targets (Fuzz/) run for
 # FUZZ_SECONDS each (fuzz-smoke: 10 s each, for CI). Seeds are in Fuzz/Corpus (make fuzz-seeds

@@ -18,7 +18,14 @@ struct HanekeBenchmarks: AsyncParsableCommand {
     @Option(help: "Run only the workloads whose number is listed (comma-separated), e.g. 2,5.")
     var only: String?
 
+    @OptionGroup(title: "Hit ratio (instead of the workloads)")
+    var hitRatio: HitRatioOptions
+
     func run() async throws {
+        if hitRatio.requested {
+            guard try hitRatio.command().run() else { throw ExitCode.failure }
+            return
+        }
         let scale = Scale(smoke: smoke)
         let selected = only.map { Set($0.split(separator: ",").map(String.init)) }
         var rows: [Row] = []
@@ -42,5 +49,64 @@ struct HanekeBenchmarks: AsyncParsableCommand {
         print(Report.table(rows))
         try Report.json(rows, smoke: smoke).write(to: URL(fileURLWithPath: json))
         print("\nwrote \(json)")
+    }
+}
+
+/// The flags of the hit-ratio replay (`HitRatioCommand`).
+struct HitRatioOptions: ParsableArguments {
+    @Flag(name: .customLong("hit-ratio"), help: "Replay traces through the eviction policies (every synthetic trace unless --trace is given) and print one JSON line per store, policy and size.")
+    var enabled = false
+
+    @Option(help: "A trace: one key per line, optionally followed by its size in bytes.")
+    var trace: String?
+
+    @Option(help: "Cache sizes as fractions of the distinct keys (of the distinct bytes with --bytes).")
+    var sizes: String?
+
+    @Option(help: "Write the synthetic trace of this name to --out and stop (names: \(SyntheticTrace.allCases.map(\.rawValue).joined(separator: ", "))).")
+    var generate: String?
+
+    @Option(help: "Where --generate writes its trace.")
+    var out: String?
+
+    @Option(help: "Synthetic traces to replay (comma-separated; default all).")
+    var traces: String?
+
+    @Option(help: "Policies to replay (comma-separated; default all; LRU and Bélády always).")
+    var policies: String?
+
+    @Option(help: "Requests in each synthetic trace (default 2000000).")
+    var requests: Int?
+
+    @Option(help: "Keys each synthetic trace draws from (default 200000).")
+    var keys: Int?
+
+    @Option(help: "Seed of the synthetic traces (default 1).")
+    var seed: Int?
+
+    @Flag(help: "Capacities in bytes: synthetic traces get sizes, a trace file must carry them.")
+    var bytes = false
+
+    @Flag(name: .customLong("with-sizes"), help: "Give synthetic traces deterministic sizes (100 B to 1 MiB).")
+    var withSizes = false
+
+    @Flag(name: .customLong("hit-ratio-check"), help: "Run the simulators' self-checks (Zipf sampler, LRU against a reference, capacities, Bélády's bound) and stop.")
+    var check = false
+
+    @Option(name: .customLong("parameter"), help: "Override a policy parameter, NAME=VALUE (repeatable).")
+    var parameters: [String] = []
+
+    /// Whether any hit-ratio work was asked for.
+    var requested: Bool { enabled || generate != nil || check }
+
+    func command() throws -> HitRatioCommand {
+        do {
+            return try HitRatioCommand(
+                generate: generate, out: out, trace: trace, check: check, traces: traces, sizes: sizes, policies: policies,
+                requests: requests, keys: keys, seed: seed, bytes: bytes, withSizes: withSizes, parameters: parameters
+            )
+        } catch let error as HitRatioCommand.UsageError {
+            throw ValidationError(error.description)
+        }
     }
 }
