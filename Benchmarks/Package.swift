@@ -53,6 +53,8 @@ let package = Package(
         ),
         // Workload 8's peak-memory probe, in C: a small parent whose children's ru_maxrss is theirs alone.
         .executableTarget(name: "PeakRSS"),
+        // Workload 9's floor: the least a get of an LZ4 frame in a file of its own costs, in C.
+        .executableTarget(name: "ReadFloor", linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("xxhash")]),
         // Workload 8's child process, whose peak resident size PeakRSS reads (ImageResizer).
         .executableTarget(
             name: "ThumbnailProbe",
