@@ -29,6 +29,17 @@ static inline int haneke_o_path(void) {
 #endif
 }
 
+/// `O_NOATIME` (Linux 2.6.8), which the C library declares only under `_GNU_SOURCE`: a read through
+/// the descriptor leaves the file's access time alone, so the first read after a write does not
+/// dirty the inode. Allowed only on a file the caller owns (or with `CAP_FOWNER`): `EPERM` otherwise.
+static inline int haneke_o_noatime(void) {
+#ifdef O_NOATIME
+    return O_NOATIME;
+#else
+    return 01000000;
+#endif
+}
+
 /// Opens `path`, relative to the directory `directory`, without following a symbolic link in any
 /// component of the path and without leaving the directory (`RESOLVE_NO_SYMLINKS |
 /// RESOLVE_BENEATH`): one system call for what otherwise takes an `openat` per component.

@@ -147,18 +147,38 @@ package enum POSIX {
     /// Whether this kernel has `openat2` (Linux 5.6 and later); cleared at the first `ENOSYS`.
     private static let hasOpenat2 = Atomic<Bool>(true)
 
+    /// Whether entries are opened with `O_NOATIME`, cleared at the first `EPERM` it causes (a file
+    /// another user owns, read by a process without `CAP_FOWNER`). The store keeps recency in its
+    /// own journal, never in access times, and an access time updated by the first read after each
+    /// write dirties the inode: 2–4 µs of that read and a later write to the disk.
+    private static let leavesAccessTime = Atomic<Bool>(true)
+
+    /// The flags an entry is opened with for reading.
+    private static var entryReadFlags: Int32 {
+        O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (leavesAccessTime.load(ordering: .relaxed) ? haneke_o_noatime() : 0)
+    }
+
+    /// After an open of an entry failed with `EPERM`: true (try again) when `O_NOATIME` was among
+    /// `flags`, which it no longer will be.
+    private static func refusedForAccessTime(_ flags: Int32) -> Bool {
+        guard flags & haneke_o_noatime() != 0 else { return false }
+        leavesAccessTime.store(false, ordering: .relaxed)
+        return true
+    }
+
     /// Opens the entry file of `digest`, `<shard>/<hex>` below `root`, for reading, following no
     /// link in either component and without blocking (a FIFO planted at an entry's path must not
     /// hang a read: it opens, and reading it fails). One `openat2` with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` where the
     /// kernel has it; otherwise the shard folder, then the file, each with `O_NOFOLLOW`.
     package static func openEntry(in root: Int32, _ digest: KeyDigest, path: @autoclosure () -> String) throws(Failure) -> Opened {
-        let flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
         if hasOpenat2.load(ordering: .relaxed) {
             while true {
+                let flags = entryReadFlags
                 let fd = digest.withRelativePath { haneke_openat2_beneath(root, $0, flags) }
                 if fd >= 0 { return .file(fd) }
                 switch errno {
                 case EINTR, EAGAIN: continue
+                case EPERM where refusedForAccessTime(flags): continue
                 case ENOENT, ENOTDIR: return .missing
                 case ELOOP, EXDEV: return .symbolicLink
                 case ENOSYS, EPERM, E2BIG: hasOpenat2.store(false, ordering: .relaxed)
@@ -176,7 +196,12 @@ package enum POSIX {
         }
         defer { Glibc.close(shardFolder) }
         let name = digest.hex
-        let fd = retryingOnInterrupt { openat(shardFolder, name, flags) }
+        var flags = entryReadFlags
+        var fd = retryingOnInterrupt { openat(shardFolder, name, flags) }
+        if fd < 0 && errno == EPERM && refusedForAccessTime(flags) {
+            flags = entryReadFlags
+            fd = retryingOnInterrupt { openat(shardFolder, name, flags) }
+        }
         if fd >= 0 { return .file(fd) }
         switch errno {
         case ENOENT, ENOTDIR: return .missing
@@ -190,7 +215,9 @@ package enum POSIX {
     /// file, or for anything unusual — the caller then opens it the usual way, where it may block.
     package static func openEntryWithoutWaiting(in root: Int32, _ digest: KeyDigest) -> Int32? {
         guard hasOpenat2.load(ordering: .relaxed) else { return nil }
-        let fd = digest.withRelativePath { haneke_openat2_beneath_cached(root, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        let flags = entryReadFlags
+        let fd = digest.withRelativePath { haneke_openat2_beneath_cached(root, $0, flags) }
+        if fd < 0 && errno == EPERM { _ = refusedForAccessTime(flags) }
         return fd >= 0 ? fd : nil
     }
 

@@ -56,4 +56,49 @@ struct WarmReadTests {
         })
         #expect(again == [false])
     }
+
+    /// The store keeps recency in its journal, so a read opens the entry with `O_NOATIME`: under
+    /// `relatime` (the usual mount option) the first read after a write would otherwise update the
+    /// file's access time, dirtying its inode — a slower read and a later write to the disk.
+    @Test func aReadLeavesTheEntrysAccessTimeAlone() async throws {
+        let store = try FileStore(directory: directory.path, configuration: .init(), executor: executor)
+        try await store.setValue(Data(repeating: 3, count: 4_096), forKey: "noatime")
+        await store.waitUntilIndexed()
+        let entries = try FileManager.default.subpathsOfDirectory(atPath: directory.path)
+            .filter { $0.split(separator: "/").count == 2 && $0.split(separator: "/")[0].count == 2 }
+        let entry = try #require(entries.count == 1 ? directory.path + "/" + entries[0] : nil, "one entry file: \(entries)")
+        // A file beside the store, read plainly, shows whether this file system updates access
+        // times at all (it does not when mounted `noatime`, and then there is nothing to check).
+        let control = try TemporaryDirectory(prefix: "atime-control")
+        let plain = control.path + "/plain"
+        try Data(repeating: 1, count: 16).write(to: URL(fileURLWithPath: plain))
+        try Self.setAccessTimeToThePast(plain)
+        _ = try Data(contentsOf: URL(fileURLWithPath: plain))
+        let updatesAccessTimes = try Self.accessTime(plain) != Self.past
+
+        try Self.setAccessTimeToThePast(entry)
+        #expect(try await store.value(forKey: "noatime")?.count == 4_096, "the async read, on the caller's thread")
+        #expect(try Self.accessTime(entry) == Self.past || !updatesAccessTimes, "the async read left the access time")
+        try Self.setAccessTimeToThePast(entry)
+        let synchronousRead: () throws -> Data? = { try store.value(forKey: "noatime") }
+        #expect(try synchronousRead()?.count == 4_096, "the synchronous read")
+        #expect(try Self.accessTime(entry) == Self.past || !updatesAccessTimes, "the synchronous read left the access time")
+    }
+
+    /// A day after the epoch: older than any file's modification time, so `relatime` updates it.
+    static let past = 86_400
+
+    /// `UTIME_OMIT`, which Swift does not import: leave that time as it is.
+    static let utimeOmit = (1 << 30) - 2
+
+    static func setAccessTimeToThePast(_ path: String) throws {
+        var times = [timespec(tv_sec: past, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: utimeOmit)]
+        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    static func accessTime(_ path: String) throws -> Int {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return info.st_atim.tv_sec
+    }
 }

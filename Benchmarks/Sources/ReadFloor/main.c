@@ -5,8 +5,8 @@
 //   ReadFloor DIR SIZE json|random     DIR must not exist; it is left filled for a look afterwards
 //
 // Three passes a round, p50 and p99 of each in µs:
-//   read     `openat2` of <shard>/<name> below DIR's descriptor (no links, kernel caches only, as
-//            FileStore's read without a hop), one `preadv2` with RWF_NOWAIT, `close`
+//   read     `openat2` of <shard>/<name> below DIR's descriptor (no links, kernel caches only, no
+//            access time: as FileStore's read without a hop), one `preadv2` with RWF_NOWAIT, `close`
 //   decoded  read, then the frame's one block decoded (LZ4_decompress_safe) into a reused buffer
 //            and its content checksum checked (libxxhash's XXH32), as CompressedStore does
 //   kept     decoded into a new block that is kept until the end of the pass, as a memory layer
@@ -51,7 +51,7 @@ static void fail(const char *what) {
 /// Opens entry `index` as FileStore opens a file it reads without a hop.
 static int openEntry(int index) {
     struct open_how how = {
-        .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+        .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOATIME | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_CACHED,
     };
     return (int)syscall(SYS_openat2, root, names[index], &how, sizeof how);
