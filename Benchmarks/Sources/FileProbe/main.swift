@@ -9,6 +9,11 @@
 //   FileProbe DIR aget|cget KEYS OPERATIONS     the async get of 4 KiB of JSON from one task,
 //                                               through FileStore (aget) or
 //                                               CompressedStore(FileStore) (cget)
+//   FileProbe DIR chain KEYS OPERATIONS         workload 9's warm chain: memory (new, unbounded) →
+//                                               compressed files, each key read once
+//   FileProbe DIR centry|promote KEYS OPS       the chain's halves: the compressed entry read
+//                                               with its attributes (centry), and then written
+//                                               into a new memory store (promote)
 //
 // FILEPROBE_REUSE=1 skips the async modes' fill, to profile the reads alone in a folder an earlier
 // run filled (creating files is slow on some virtual disks).
@@ -23,8 +28,8 @@ import HanekeProtocols
 import MemoryStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm", "aget", "cget", "chain"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm|aget|cget|chain KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm", "aget", "cget", "chain", "centry", "promote"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm|aget|cget|chain|centry|promote KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -90,6 +95,19 @@ case "chain":
     let chain = memory.chained(to: file)
     outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
         try await chain.value(forKey: key)?.count == document.count
+    }
+case "centry", "promote":
+    // The warm chain's two halves alone: the compressed entry read with its attributes (what the
+    // chain reads from its bottom layer), and that read followed by a write into a new, unbounded
+    // memory store (the promotion, without the chain's gate).
+    let document = jsonDocument()
+    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
+    let memory = MemoryStore<String, Data>()
+    let promote = arguments[2] == "promote"
+    outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
+        guard let entry = try await file.entry(forKey: key) else { return false }
+        if promote { try await memory.setEntry(entry, forKey: key) }
+        return entry.value.count == document.count
     }
 case "aget", "cget":
     let document = jsonDocument()
