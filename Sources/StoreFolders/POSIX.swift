@@ -150,7 +150,7 @@ package enum POSIX {
     /// Whether entries are opened with `O_NOATIME`, cleared at the first `EPERM` it causes (a file
     /// another user owns, read by a process without `CAP_FOWNER`). The store keeps recency in its
     /// own journal, never in access times, and an access time updated by the first read after each
-    /// write dirties the inode: 2–4 µs of that read and a later write to the disk.
+    /// write dirties the inode: 1.5–4 µs of that read and a later write to the disk.
     private static let leavesAccessTime = Atomic<Bool>(true)
 
     /// The flags an entry is opened with for reading.
