@@ -108,7 +108,7 @@ extension FileStore {
 
     /// The largest file read on the caller's thread when its pages are cached: a copy from the
     /// page cache of more would hold a cooperative thread too long.
-    static let largestReadWithoutWaiting = 1 << 20
+    package static let largestReadWithoutWaiting = 1 << 20
 
     /// The entry for `key` read on the calling thread, if the kernel can serve it without reading
     /// the disk: the path looked up from its caches only (`openat2` with `RESOLVE_CACHED`), the

@@ -35,20 +35,30 @@ struct WarmReadTests {
         #expect(store.statistics.hits == hits + 2, "counted as hits")
     }
 
+    /// A read whose pages were dropped from the page cache tries on the caller's thread, finds a
+    /// page missing, and is made on the executor. The kernel does not always let it find one: a
+    /// read with `RWF_NOWAIT` starts the readahead it refuses to wait for, and on a fast disk and a
+    /// busy machine that may finish before the kernel looks again (a C loop here saw 28 reads of
+    /// 200 served so). Such a read was served without waiting, which is right; so the test drops
+    /// and reads until one hops, and checks that every read was one of the two.
     @Test func aReadWhosePagesAreNotCachedGoesToTheExecutor() async throws {
         let clock = WhereClock(executor: executor)
         let store = try FileStore(directory: directory.path, configuration: .init(clock: clock), executor: executor)
         let value = Data(repeating: 9, count: 64 << 10)
         try await store.setValue(value, forKey: "cold")
         await store.waitUntilIndexed()
-        try PageCache.dropEntryFiles(in: directory.path)
-        let readings = try await clock.readings(during: {
-            let read = try await store.value(forKey: "cold")
-            #expect(read == value)
-        })
+        var outcomes: [[Bool]] = []
+        while outcomes.count < 50, outcomes.last != [false, true] {
+            try PageCache.dropEntryFiles(in: directory.path)
+            outcomes.append(try await clock.readings(during: {
+                let read = try await store.value(forKey: "cold")
+                #expect(read == value)
+            }))
+        }
         // The first try, on the caller's thread, finds a page not cached; the read is made on the
-        // executor.
-        #expect(readings == [false, true])
+        // executor. Before that, any read was served on the caller's thread whole.
+        #expect(outcomes.last == [false, true], "a read of pages not cached hopped: \(outcomes)")
+        #expect(outcomes.dropLast().allSatisfy { $0 == [false] }, "the others were served without waiting: \(outcomes)")
         // Now its pages are cached again: no hop.
         let again = try await clock.readings(during: {
             let read = try await store.value(forKey: "cold")
