@@ -1,10 +1,10 @@
 /// Bélády's clairvoyant replacement, the upper bound of every policy.
 ///
-/// Object counts (`simulateObjects`): on a miss with a full cache, the resident key whose next use
+/// Object counts: on a miss with a full cache, the resident key whose next use
 /// is furthest is evicted, unless the missed key's own next use is further still, in which case it
 /// is not admitted (bypass). With unit sizes and bypass allowed this is optimal (MIN).
 ///
-/// Bytes (`simulateBytes`): the same furthest-next-use-first rule under a byte capacity: residents
+/// Bytes: the same furthest-next-use-first rule under a byte capacity: residents
 /// used later than the missed key are evicted, furthest first, until the key fits; if it cannot
 /// fit that way it bypasses. This is a greedy heuristic bound, not the exact optimum: caching
 /// variable-size objects optimally is NP-hard, and a policy can occasionally beat this heuristic.
@@ -13,12 +13,16 @@
 /// and the superseded one is skipped when it surfaces; the heap is rebuilt when stale entries
 /// outnumber live ones. O(log n) per request.
 enum BeladyOptimal {
-    /// Simulates Bélády's MIN with bypass under an object capacity.
+    /// Simulates Bélády's rule under `capacity`: on a miss, residents used later than the missed
+    /// key are evicted, furthest first, until it fits; if it cannot fit that way it bypasses.
+    /// Each object weighs 1 for `.objects` (MIN with bypass: at most one eviction a miss) and its
+    /// size for `.bytes` (the greedy heuristic).
     /// - Parameters:
-    ///   - trace: The requests.
+    ///   - trace: The requests, with sizes for `.bytes`.
     ///   - nextUses: `trace.nextUses()`.
-    ///   - capacity: Number of objects.
-    static func simulateObjects(_ trace: SimulationTrace, nextUses: [Int], capacity: Int) -> SimulationCounts {
+    ///   - capacity: Number of objects or bytes.
+    ///   - unit: What `capacity` counts.
+    static func simulate(_ trace: SimulationTrace, nextUses: [Int], capacity: Int, unit: CapacityUnit) -> SimulationCounts {
         var state = BeladyState(keyCount: trace.keyCount)
         var counts = SimulationCounts()
         for index in 0..<trace.requestCount {
@@ -31,35 +35,7 @@ enum BeladyOptimal {
                 continue
             }
             counts.record(hit: false, size: size)
-            if state.used + 1 <= capacity {
-                state.admit(key, nextUse: nextUse, weight: 1)
-            } else if let furthest = state.furthest(), furthest.nextUse > nextUse {
-                state.evictFurthest()
-                state.admit(key, nextUse: nextUse, weight: 1)
-            }
-        }
-        return counts
-    }
-
-    /// The greedy furthest-next-use-first heuristic under a byte capacity (see the type's notes).
-    /// - Parameters:
-    ///   - trace: The requests, with sizes.
-    ///   - nextUses: `trace.nextUses()`.
-    ///   - capacity: Number of bytes.
-    static func simulateBytes(_ trace: SimulationTrace, nextUses: [Int], capacity: Int) -> SimulationCounts {
-        var state = BeladyState(keyCount: trace.keyCount)
-        var counts = SimulationCounts()
-        for index in 0..<trace.requestCount {
-            let key = trace.keys[index]
-            let size = trace.sizes?[index] ?? 0
-            let nextUse = nextUses[index]
-            if state.isResident(key) {
-                state.renew(key, nextUse: nextUse)
-                counts.record(hit: true, size: size)
-                continue
-            }
-            counts.record(hit: false, size: size)
-            let weight = max(1, size)
+            let weight = unit == .objects ? 1 : max(1, size)
             guard weight <= capacity else { continue }
             while state.used + weight > capacity, let furthest = state.furthest(), furthest.nextUse > nextUse {
                 state.evictFurthest()

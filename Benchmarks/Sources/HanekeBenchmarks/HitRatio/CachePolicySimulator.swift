@@ -27,6 +27,22 @@ struct PolicyConfiguration: Sendable {
     var parameters: PolicyParameters
 }
 
+extension PolicyConfiguration {
+    /// The ghost rule that sizes an adaptive policy's recency region, its ghosts reaching
+    /// `ghostAdaptFraction` of the capacity.
+    func ghostBalancer() -> GhostBalancer {
+        GhostBalancer(keyCount: keyCount, reach: Int(Double(capacity) * parameters.ghostAdaptFraction))
+    }
+
+    /// The hill climber that sizes an adaptive policy's recency region, sampling every
+    /// `climberSampleMultiplier` × `expectedEntries` requests.
+    func hillClimber() -> HillClimber {
+        HillClimber(samplePeriod: Int(Double(expectedEntries) * parameters.climberSampleMultiplier),
+                    initialStep: parameters.climberStep, decay: parameters.climberDecay,
+                    restartThreshold: parameters.climberRestartThreshold)
+    }
+}
+
 /// The one set of tunable parameters used for every trace and size (no per-trace tuning).
 struct PolicyParameters: Sendable {
     /// Initial (and, for static W-TinyLFU, fixed) share of the capacity given to the LRU window.

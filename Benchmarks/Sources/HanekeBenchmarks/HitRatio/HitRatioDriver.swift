@@ -72,11 +72,7 @@ struct HitRatioDriver: Sendable {
         var results = [SimulationRunResult]()
         for fraction in sizeFractions {
             let configuration = configuration(for: trace, fraction: fraction, distinctBytes: distinctBytes)
-            let bound = timed {
-                unit == .objects
-                    ? BeladyOptimal.simulateObjects(trace, nextUses: nextUses, capacity: configuration.capacity)
-                    : BeladyOptimal.simulateBytes(trace, nextUses: nextUses, capacity: configuration.capacity)
-            }
+            let bound = timed { BeladyOptimal.simulate(trace, nextUses: nextUses, capacity: configuration.capacity, unit: unit) }
             let beladyResult = result(trace, Self.beladyName, fraction, configuration, bound)
             results.append(beladyResult)
             report(beladyResult)

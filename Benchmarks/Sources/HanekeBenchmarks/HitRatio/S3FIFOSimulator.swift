@@ -71,16 +71,8 @@ struct S3FIFOSimulator: CachePolicySimulator {
         maximumSmallFraction = parameters.s3MaximumSmallFraction
         smallFraction = parameters.s3SmallFraction
         lists = DenseLinkedLists(keyCount: configuration.keyCount, listCount: 2)
-        if adaptation == .ghosts {
-            balancer = GhostBalancer(keyCount: configuration.keyCount,
-                                     reach: Int(Double(configuration.capacity) * parameters.ghostAdaptFraction))
-        }
-        if adaptation == .hillClimber {
-            let period = Int(Double(configuration.expectedEntries) * parameters.climberSampleMultiplier)
-            climber = HillClimber(samplePeriod: period, initialStep: parameters.climberStep,
-                                  decay: parameters.climberDecay,
-                                  restartThreshold: parameters.climberRestartThreshold)
-        }
+        balancer = adaptation == .ghosts ? configuration.ghostBalancer() : nil
+        climber = adaptation == .hillClimber ? configuration.hillClimber() : nil
         queues = [Queue](repeating: .absent, count: configuration.keyCount)
         weights = [Int](repeating: 0, count: configuration.keyCount)
         counters = [UInt8](repeating: 0, count: configuration.keyCount)

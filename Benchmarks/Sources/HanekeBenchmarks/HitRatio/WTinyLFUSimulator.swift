@@ -63,16 +63,8 @@ struct WTinyLFUSimulator: CachePolicySimulator {
         sketch = FrequencySketch(expectedEntries: configuration.expectedEntries,
                                  resetMultiplier: parameters.sketchResetMultiplier,
                                  conservative: parameters.sketchConservativeUpdate != 0)
-        if adaptation == .ghosts {
-            balancer = GhostBalancer(keyCount: configuration.keyCount,
-                                     reach: Int(Double(configuration.capacity) * parameters.ghostAdaptFraction))
-        }
-        if adaptation == .hillClimber {
-            let period = Int(Double(configuration.expectedEntries) * parameters.climberSampleMultiplier)
-            climber = HillClimber(samplePeriod: period, initialStep: parameters.climberStep,
-                                  decay: parameters.climberDecay,
-                                  restartThreshold: parameters.climberRestartThreshold)
-        }
+        balancer = adaptation == .ghosts ? configuration.ghostBalancer() : nil
+        climber = adaptation == .hillClimber ? configuration.hillClimber() : nil
         regions = [Region](repeating: .absent, count: configuration.keyCount)
         weights = [Int](repeating: 0, count: configuration.keyCount)
         maximumWindow = Int(Double(capacity) * windowFraction)
