@@ -57,6 +57,8 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var head: Int32 = Self.none
     @usableFromInline var tail: Int32 = Self.none
     @usableFromInline var freeHead: Int32 = Self.none
+    /// The queues of `EvictionPolicy.adaptive`; `nil` for least recently used.
+    @usableFromInline var adaptive: AdaptiveQueues?
 
     /// The number of entries.
     @inlinable package var count: Int { entries.count }
@@ -65,9 +67,24 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable package var totalCost: Int { storedTotalCost }
     @usableFromInline var storedTotalCost = 0
 
-    /// Creates an empty list.
+    /// Creates an empty list that evicts least recently used entries first.
     @inlinable
     package init() {}
+
+    /// Creates an empty list that evicts by `policy`.
+    /// - Parameters:
+    ///   - policy: What to evict first.
+    ///   - countLimit: The store's count limit, if any.
+    ///   - costLimit: The store's cost limit, if any. The adaptive queues split the cost limit when
+    ///     there is one (entries weigh their cost), else the count limit.
+    package init(policy: EvictionPolicy, countLimit: Int?, costLimit: Int?) {
+        if policy == .adaptive {
+            adaptive = AdaptiveQueues(capacity: costLimit ?? countLimit, weighsByCost: costLimit != nil)
+        }
+    }
+
+    /// The policy this list evicts by.
+    package var policy: EvictionPolicy { adaptive == nil ? .leastRecentlyUsed : .adaptive }
 
     /// The value for `key` when it has not expired at `now`, made most recently used. An expired
     /// entry is removed and reported in `expired`.
@@ -79,7 +96,7 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             expired = true
             return nil
         }
-        moveToHead(entry.slot)
+        recordRead(entry.slot)
         return entry.value
     }
 
@@ -88,7 +105,17 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     package mutating func removeExpired(now: Double, _ removed: (Key) -> Void) -> Int {
         var count = 0
-        var slot = head
+        for first in [head, adaptive?.smallHead ?? Self.none] {
+            count += removeExpired(now: now, from: first, removed)
+        }
+        return count
+    }
+
+    /// ``removeExpired(now:_:)`` over the queue starting at `first`.
+    @inlinable
+    mutating func removeExpired(now: Double, from first: Int32, _ removed: (Key) -> Void) -> Int {
+        var count = 0
+        var slot = first
         while slot != Self.none {
             let next = links[Int(slot)].next
             if let key = keys[Int(slot)], let entry = entries[key], entry.expiry <= now {
@@ -123,7 +150,7 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             expired = true
             return nil
         }
-        moveToHead(entry.slot)
+        recordRead(entry.slot)
         expiry = entry.expiry
         return entry.value
     }
@@ -158,8 +185,13 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let cost = max(0, cost)
         if let position = entries.index(forKey: key) {
             // An existing key: replace in place, hashing the key once.
+            let oldCost = entries.values[position].cost
             let slot = entries.values[position].update(value: value, cost: cost, expiry: expiry, total: &storedTotalCost)
-            moveToHead(slot)
+            if adaptive == nil {
+                moveToHead(slot)
+            } else {
+                adaptive!.recordRewrite(slot, oldCost: oldCost, newCost: cost)
+            }
             return
         }
         // A new key: give it a slot.
@@ -173,10 +205,15 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             slot = Int32(keys.count)
             keys.append(key)
             links.append(Link(previous: Self.none, next: Self.none))
+            adaptive?.marks.append(0)
         }
         entries[key] = Entry(value: value, cost: cost, expiry: expiry, slot: slot)
         storedTotalCost = Self.adding(storedTotalCost, cost)
-        linkAtHead(slot)
+        if adaptive == nil {
+            linkAtHead(slot)
+        } else {
+            admit(slot, key: key, cost: cost)
+        }
     }
 
     /// Removes the entry for `key`; returns whether there was one.
@@ -185,15 +222,17 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         removeEntry(key) != nil
     }
 
-    /// Removes the least recently used entry and returns its key and value, or `nil` when empty.
+    /// Removes the entry the policy gives up first — the least recently used one, or the adaptive
+    /// queues' victim — and returns its key and value, or `nil` when empty.
     @inlinable @discardableResult
     package mutating func removeLeastRecentlyUsed() -> (key: Key, value: Value)? {
+        if adaptive != nil { return removeAdaptiveVictim() }
         guard tail != Self.none, let key = keys[Int(tail)], let entry = removeEntry(key) else { return nil }
         return (key, entry.value)
     }
 
-    /// Removes least recently used entries until at most `countLimit` entries remain and their costs
-    /// add up to at most `costLimit` (`nil`: no such limit), handing each to `evicted`.
+    /// Removes entries in the policy's order until at most `countLimit` entries remain and their
+    /// costs add up to at most `costLimit` (`nil`: no such limit), handing each to `evicted`.
     @inlinable
     package mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?, _ evicted: (Key, Value) -> Void) {
         while let countLimit, count > countLimit, let (key, value) = removeLeastRecentlyUsed() {
@@ -209,7 +248,7 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     package mutating func refresh(_ key: Key, update: (inout Value) -> Void) -> Bool {
         guard let slot = entries[key]?.slot else { return false }
-        moveToHead(slot)
+        recordRead(slot)
         update(&entries[key]!.value)
         return true
     }
@@ -223,20 +262,31 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Removes everything and releases the storage.
     @inlinable
     package mutating func removeAll() {
+        let policy = adaptive.map { AdaptiveQueues(capacity: $0.capacity, weighsByCost: $0.weighsByCost) }
         self = LRUList()
+        adaptive = policy
     }
 
-    /// The keys from most to least recently used.
+    /// The keys from most to least recently used. Under the adaptive policy: the main queue from
+    /// its newest entry to its oldest, then the small queue likewise (the small queue's oldest
+    /// entries are usually the next to go, unless they were read).
     @inlinable
     package var keysByRecency: [Key] {
         var result: [Key] = []
         result.reserveCapacity(count)
-        var slot = head
+        appendKeys(from: head, to: &result)
+        if let adaptive { appendKeys(from: adaptive.smallHead, to: &result) }
+        return result
+    }
+
+    /// Appends the keys of the queue starting at `first`, front to back.
+    @inlinable
+    func appendKeys(from first: Int32, to result: inout [Key]) {
+        var slot = first
         while slot != Self.none {
             if let key = keys[Int(slot)] { result.append(key) }
             slot = links[Int(slot)].next
         }
-        return result
     }
 
     // MARK: - Links
@@ -247,6 +297,7 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let entry = entries.removeValue(forKey: key) else { return nil }
         storedTotalCost = Self.subtracting(storedTotalCost, entry.cost)
         unlink(entry.slot)
+        adaptive?.forget(entry.slot, cost: entry.cost)
         keys[Int(entry.slot)] = nil
         links[Int(entry.slot)] = Link(previous: Self.none, next: freeHead)
         freeHead = entry.slot
@@ -261,11 +312,34 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if tail == Self.none { tail = slot }
     }
 
+    /// Takes `slot` out of its queue (the recency list, or either adaptive queue).
     @inlinable
     mutating func unlink(_ slot: Int32) {
         let link = links[Int(slot)]
-        if link.previous != Self.none { links[Int(link.previous)].next = link.next } else { head = link.next }
-        if link.next != Self.none { links[Int(link.next)].previous = link.previous } else { tail = link.previous }
+        if link.previous != Self.none {
+            links[Int(link.previous)].next = link.next
+        } else if adaptive?.isSmall(slot) == true {
+            adaptive!.smallHead = link.next
+        } else {
+            head = link.next
+        }
+        if link.next != Self.none {
+            links[Int(link.next)].previous = link.previous
+        } else if adaptive?.isSmall(slot) == true {
+            adaptive!.smallTail = link.previous
+        } else {
+            tail = link.previous
+        }
+    }
+
+    /// Counts a read of `slot`: a move to the head of the recency list, or a bump of its counter.
+    @inlinable
+    mutating func recordRead(_ slot: Int32) {
+        if adaptive == nil {
+            moveToHead(slot)
+        } else {
+            adaptive!.recordRead(slot)
+        }
     }
 
     @inlinable

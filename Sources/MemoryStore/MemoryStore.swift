@@ -1,12 +1,14 @@
 public import Foundation
 public import HanekeProtocols
 
-/// An in-memory least-recently-used store with count and cost limits, an optional time to live, and
-/// entries that may carry their own expiry and metadata (`setEntry(_:forKey:)`).
+/// An in-memory store with count and cost limits, an optional time to live, and entries that may
+/// carry their own expiry and metadata (`setEntry(_:forKey:)`).
 ///
-/// Reads make an entry the most recently used; when a write takes the store over a limit, the least
-/// recently used entries are evicted. Every operation is O(1) and thread-safe. The methods are
-/// synchronous and never throw; they also satisfy the async `Store` requirements, so a
+/// When a write takes the store over a limit, its ``Configuration/evictionPolicy`` picks the entries
+/// that go: the least recently used (the default; a read makes its entry the most recently used),
+/// or `.adaptive`, S3-FIFO with an adaptive small queue, which keeps more of what is read often (a
+/// read then only bumps the entry's counter). Every operation is O(1) and thread-safe. The methods
+/// are synchronous and never throw; they also satisfy the async `Store` requirements, so a
 /// `MemoryStore` is called directly from any code and still composes into chains.
 ///
 /// Linux sends no memory warnings; a server that must shed memory calls ``trim(toCost:)`` or
@@ -33,7 +35,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     // 10× slower in `make bench`).
     @usableFromInline
     struct State: Sendable {
-        @usableFromInline var entries = LRUList<Key, Value>()
+        @usableFromInline var entries: LRUList<Key, Value>
         /// The time stored and metadata of the entries written with them (by ``setEntry(_:forKey:)``,
         /// a promotion, an add), beside the list: a plain read never touches them, so it costs what
         /// it did before entries had attributes (a read is a few hundred instructions: every one
@@ -44,8 +46,9 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         /// an expiry): until then a read does not look at the clock.
         @usableFromInline var mayExpire: Bool
 
-        @usableFromInline init(mayExpire: Bool) {
+        @usableFromInline init(mayExpire: Bool, entries: LRUList<Key, Value>) {
             self.mayExpire = mayExpire
+            self.entries = entries
         }
 
         /// Drops the attributes of `key`, if it has any (no hashing when none has).
@@ -61,7 +64,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
             return entries.removeValue(forKey: key)
         }
 
-        /// Evicts least recently used entries (and their attributes) to the limits; how many.
+        /// Evicts entries in the policy's order (and their attributes) to the limits; how many.
         @inlinable
         mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
             var evicted = 0
@@ -111,7 +114,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         self.clock = clock
         self.timeToLiveSeconds = configuration.timeToLive?.timeInterval
         self.cost = cost ?? Self.defaultCost()
-        self.state = Locked(State(mayExpire: configuration.timeToLive != nil))
+        let entries = LRUList<Key, Value>(
+            policy: configuration.evictionPolicy, countLimit: configuration.countLimit, costLimit: configuration.costLimit
+        )
+        self.state = Locked(State(mayExpire: configuration.timeToLive != nil, entries: entries))
     }
 
     /// Creates an empty store with the given limits.
@@ -119,6 +125,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     ///   - countLimit: The most entries kept; `nil` (no limit) by default.
     ///   - costLimit: The most total cost kept; `nil` (no limit) by default.
     ///   - timeToLive: How long an entry stays valid after it is written; `nil` (forever) by default.
+    ///   - evictionPolicy: Which entries go first when a write takes the store over a limit;
+    ///     `.leastRecentlyUsed` by default.
     ///   - name: The layer name reported in statistics; `"memory"` by default.
     ///   - clock: The clock that decides expiry; the system clock by default.
     ///   - cost: The cost of a value; see ``init(configuration:name:clock:cost:)``.
@@ -126,12 +134,15 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         countLimit: Int? = nil,
         costLimit: Int? = nil,
         timeToLive: Duration? = nil,
+        evictionPolicy: EvictionPolicy = .leastRecentlyUsed,
         name: String = "memory",
         clock: any StoreClock = SystemClock(),
         cost: (@Sendable (Value) -> Int)? = nil
     ) {
         self.init(
-            configuration: Configuration(countLimit: countLimit, costLimit: costLimit, timeToLive: timeToLive),
+            configuration: Configuration(
+                countLimit: countLimit, costLimit: costLimit, timeToLive: timeToLive, evictionPolicy: evictionPolicy
+            ),
             name: name,
             clock: clock,
             cost: cost
@@ -313,8 +324,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         }
     }
 
-    /// Stores `value` for `key` as the most recently used entry, then evicts the least recently used
-    /// entries until the store is within its limits. A value whose cost alone exceeds `costLimit` is
+    /// Stores `value` for `key` as the most recently used entry, then evicts entries in the policy's
+    /// order (least recently used first, by default) until the store is within its limits. A value whose cost alone exceeds `costLimit` is
     /// not kept, and any older value for `key` is removed (it would be stale); that counts as an eviction.
     /// - Parameters:
     ///   - value: The value to store.
@@ -391,8 +402,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         withExtendedLifetime(dropped) {}
     }
 
-    /// Evicts least recently used entries until the total cost is at most `cost`; how a server sheds
-    /// memory, since Linux sends no memory warnings.
+    /// Evicts entries in the policy's order (least recently used first, by default) until the total
+    /// cost is at most `cost`; how a server sheds memory, since Linux sends no memory warnings.
     /// - Parameter cost: The total cost to stay within; `0` empties the store.
     /// - Complexity: O(1) per evicted entry.
     public func trim(toCost cost: Int) {
@@ -401,7 +412,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         }
     }
 
-    /// Evicts least recently used entries until at most `count` remain.
+    /// Evicts entries in the policy's order (least recently used first, by default) until at most
+    /// `count` remain.
     /// - Parameter count: The number of entries to keep.
     /// - Complexity: O(1) per evicted entry.
     public func trim(toCount count: Int) {
@@ -438,7 +450,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     /// The sum of the entries' costs.
     public var totalCost: Int { state.withLock { $0.entries.totalCost } }
 
-    /// The keys from most to least recently used.
+    /// The keys from most to least recently used. Under the adaptive policy, the main queue's keys
+    /// from newest to oldest, then the small queue's.
     /// - Complexity: O(n).
     public var keysByRecency: [Key] { state.withLock { $0.entries.keysByRecency } }
 

@@ -4,8 +4,10 @@ import Foundation
 struct SimulationRunResult: Sendable {
     /// Trace label.
     let trace: String
-    /// Policy name (`belady` for the bound).
+    /// Policy name (`belady` for the bound); `STORE/POLICY` for a real store's replay.
     let policy: String
+    /// `simulator`, or the real store replayed (`StoreReplay.Kind`).
+    var store = "simulator"
     /// Cache size as a fraction of the distinct keys (or of the distinct bytes).
     let sizeFraction: Double
     /// Capacity in objects or bytes.
@@ -20,7 +22,8 @@ struct SimulationRunResult: Sendable {
     /// One JSON object on one line, in the agreed field order.
     var jsonLine: String {
         let byteRatio = counts.byteHitRatio.map { String(format: "%.6f", $0) } ?? "null"
-        return "{\"trace\":\(Self.jsonString(trace)),\"store\":\"simulator\",\"policy\":\(Self.jsonString(policy)),"
+        let reported = store == "simulator" ? policy : String(policy.dropFirst(store.count + 1))
+        return "{\"trace\":\(Self.jsonString(trace)),\"store\":\(Self.jsonString(store)),\"policy\":\(Self.jsonString(reported)),"
             + "\"size\":\(sizeFraction),\"capacity\":\(capacity),\"requests\":\(counts.requests),"
             + "\"hits\":\(counts.hits),\"hit_ratio\":\(String(format: "%.6f", counts.hitRatio)),"
             + "\"byte_hit_ratio\":\(byteRatio)}"
@@ -63,6 +66,8 @@ struct HitRatioDriver: Sendable {
     var parameters = PolicyParameters()
     /// Whether to verify the capacity invariant after every request.
     var verify = false
+    /// Whether to replay each trace through the real stores too.
+    var replayStores = true
 
     /// Simulates every size and policy, calling `report` after each run (for streaming output).
     /// - Returns: Every result, Bélády first at each size.
@@ -81,6 +86,15 @@ struct HitRatioDriver: Sendable {
                 let policyResult = result(trace, policy.rawValue, fraction, configuration, counts)
                 results.append(policyResult)
                 report(policyResult)
+            }
+            guard replayStores else { continue }
+            let kind = StoreReplay.Kind.forUnit(unit)
+            for policy in StoreReplay.policies {
+                let counts = timed { StoreReplay.replay(trace, kind: kind, capacity: configuration.capacity, policy: policy) }
+                var storeResult = result(trace, StoreReplay.label(kind, policy), fraction, configuration, counts)
+                storeResult.store = kind.rawValue
+                results.append(storeResult)
+                report(storeResult)
             }
         }
         return results

@@ -109,15 +109,15 @@ struct S3FIFOSimulator: CachePolicySimulator {
         smallTarget = max(1, min(max(smallTarget + change, lowest), highest))
     }
 
-    /// Admits a missed key to main (ghost hit) or small, after making room.
+    /// Admits a missed key to main (ghost hit) or small, then evicts to the capacity. The order is
+    /// `MemoryStore`'s (a write, then eviction): the newcomer counts towards the small queue's
+    /// target. Evicting first, to make room, hits up to a point less by bytes at 1 % (by count the
+    /// two orders differ by hundredths).
     private mutating func insert(_ key: Int32, weight: Int) {
         guard weight <= capacity else { return }
         balanceSmallQueue(onMiss: key, weight: weight)
         let queue: Queue = ghost.contains(key, capacity: ghostCapacity) ? .main : .small
         ghost.remove(key)
-        while usedCapacity + weight > capacity && usedCapacity > 0 {
-            evictOne()
-        }
         weights[Int(key)] = weight
         counters[Int(key)] = 0
         queues[Int(key)] = queue
@@ -125,6 +125,9 @@ struct S3FIFOSimulator: CachePolicySimulator {
         usedCapacity += weight
         if queue == .small {
             smallWeight += weight
+        }
+        while usedCapacity > capacity {
+            evictOne()
         }
     }
 

@@ -28,6 +28,7 @@ struct SelfCheck: Sendable {
         var allPassed = true
         let checks: [() -> [SelfCheckOutcome]] = [
             checkZipfFrequencies, checkNextUses, checkTraceFormat, checkLRUAgainstReference, checkPolicies,
+            checkStoresAgainstSimulators,
         ]
         for check in checks {
             for outcome in check() {
@@ -200,5 +201,47 @@ private struct ReferenceLRU {
     /// Most recently used first, like `LRUSimulator.keysByRecency`.
     func keysByRecency() -> [Int32] {
         order.reversed()
+    }
+}
+
+extension SelfCheck {
+    /// The real `MemoryStore` against the simulators, on three synthetic traces at 1 % and 10 %, by
+    /// count and by bytes: its LRU must hit exactly as often as the LRU simulator, and its adaptive
+    /// policy within half a point of `s3-fifo-adaptive` (the same algorithm; the store keeps the
+    /// small queue's share as a fraction and its ghost by key hash, so rounding may differ).
+    func checkStoresAgainstSimulators() -> [SelfCheckOutcome] {
+        var outcomes = [SelfCheckOutcome]()
+        for kind in [SyntheticTrace.zipf10, .recencyLoop, .zipfScan] {
+            for unit in [CapacityUnit.objects, .bytes] {
+                var trace = kind.generate(traceOptions)
+                if unit == .bytes { trace = trace.withSizes(ObjectSizeModel(seed: traceOptions.seed)) }
+                var driver = HitRatioDriver()
+                driver.sizeFractions = [0.01, 0.1]
+                driver.policies = [.adaptiveS3FIFO]
+                driver.unit = unit
+                driver.parameters = parameters
+                let results = driver.run(trace) { _ in }
+                let store = StoreReplay.Kind.forUnit(unit)
+                for fraction in driver.sizeFractions {
+                    func ratio(_ policy: String) -> Double {
+                        results.first { $0.sizeFraction == fraction && $0.policy == policy }.map { $0.counts.hitRatio * 100 } ?? .nan
+                    }
+                    let simulatedLRU: Double = ratio(PolicyKind.lru.rawValue)
+                    let storedLRU: Double = ratio(StoreReplay.label(store, .leastRecentlyUsed))
+                    let simulatedAdaptive: Double = ratio(PolicyKind.adaptiveS3FIFO.rawValue)
+                    let storedAdaptive: Double = ratio(StoreReplay.label(store, .adaptive))
+                    let passed = simulatedLRU == storedLRU && abs(simulatedAdaptive - storedAdaptive) <= 0.5
+                    let detail = String(
+                        format: "LRU %.3f%% simulated, %.3f%% stored; adaptive %.3f%% simulated, %.3f%% stored",
+                        simulatedLRU, storedLRU, simulatedAdaptive, storedAdaptive
+                    )
+                    outcomes.append(SelfCheckOutcome(
+                        name: "\(store.rawValue) against the simulators, \(trace.name) at \(fraction)",
+                        passed: passed, detail: detail
+                    ))
+                }
+            }
+        }
+        return outcomes
     }
 }
