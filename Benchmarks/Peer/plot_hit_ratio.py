@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 SERIES = [
     # (label, store, policy, style)
@@ -44,6 +45,7 @@ def main():
             if points:
                 axis.plot([p[0] * 100 for p in points], [p[1] for p in points], label=label, **style)
         axis.set_xscale("log")
+        axis.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
         axis.set_title(trace, fontsize=10)
         axis.set_xlabel("cache size, % of distinct keys", fontsize=8)
         axis.set_ylabel("hit ratio, %", fontsize=8)

@@ -5,8 +5,8 @@ extension FileStore {
     public struct Configuration: Sendable {
         /// The most bytes the store's files may take on disk — allocated blocks, what `du` counts,
         /// the store's marker and journal included, and two blocks kept free for the journal's next
-        /// writes (a 100-byte value takes a whole block, 4 KiB on most file systems). The least recently used entries are evicted to stay within it, and a
-        /// single value that would take more is refused with `valueTooLarge`. `100 MiB` by default;
+        /// writes (a 100-byte value takes a whole block, 4 KiB on most file systems). Entries are
+        /// evicted in the order of ``evictionPolicy`` to stay within it, and a single value that would take more is refused with `valueTooLarge`. `100 MiB` by default;
         /// `nil` for no limit.
         public var capacity: Int?
         /// The most entries kept: one file (one inode) each. `1,000,000` by default, which also
@@ -30,6 +30,11 @@ extension FileStore {
         /// moments. `1 second` by default. Records are written in batches, never one system call
         /// per read; `exit()` and releasing the store write them at once.
         public var recencyFlushInterval: Duration
+        /// Which entries go first when a write takes the store over a limit; `.leastRecentlyUsed`
+        /// by default. `.adaptive` splits the capacity (in bytes) between S3-FIFO's two queues and
+        /// keeps more of what is read often; its queues and read counters are journaled with the
+        /// recency order, so a restart keeps what it learned.
+        public var evictionPolicy: EvictionPolicy
         /// Called by the thread that builds the index at each of its steps (for tests, which hold
         /// it there to act while the store indexes); `nil` by default.
         var indexingHook: (@Sendable (IndexingStep) -> Void)?
@@ -45,6 +50,7 @@ extension FileStore {
         ///   - access: Who may read and write the files; `.owner` by default.
         ///   - recencyFlushInterval: The longest a recency record waits for the journal; `1 second`
         ///     by default.
+        ///   - evictionPolicy: Which entries go first; `.leastRecentlyUsed` by default.
         public init(
             capacity: Int? = 100 << 20,
             countLimit: Int? = 1_000_000,
@@ -52,7 +58,8 @@ extension FileStore {
             clock: any StoreClock = SystemClock(),
             durableWrites: Bool = false,
             access: Access = .owner,
-            recencyFlushInterval: Duration = .seconds(1)
+            recencyFlushInterval: Duration = .seconds(1),
+            evictionPolicy: EvictionPolicy = .leastRecentlyUsed
         ) {
             self.capacity = capacity
             self.countLimit = countLimit
@@ -61,6 +68,7 @@ extension FileStore {
             self.durableWrites = durableWrites
             self.access = access
             self.recencyFlushInterval = recencyFlushInterval
+            self.evictionPolicy = evictionPolicy
         }
     }
 }

@@ -6,6 +6,17 @@ import StoreFolders
 /// Eviction: which entries leave the index when it is over its limits, and the deletion of their
 /// files outside the index's lock.
 extension FileStore {
+    /// An empty index that evicts by the configuration's policy; the adaptive queues split the
+    /// capacity in bytes (an entry weighs what it takes on disk), or else the count limit.
+    /// It remembers what its adaptive queues move, for the journal (see ``removeEvicted(_:journaling:)``).
+    static func makeIndex(_ configuration: Configuration) -> LRUList<KeyDigest, EntryRecord> {
+        var index = LRUList<KeyDigest, EntryRecord>(
+            policy: configuration.evictionPolicy, countLimit: configuration.countLimit, costLimit: configuration.capacity
+        )
+        index.tracksAdaptiveMoves()
+        return index
+    }
+
     /// Removes least recently used entries from the index until it is within the limits; returns
     /// them so their files can be deleted outside the lock.
     static func evict(_ entries: inout LRUList<KeyDigest, EntryRecord>, countLimit: Int?, capacity: Int?) -> [Victim] {
@@ -36,6 +47,12 @@ extension FileStore {
     func removeEvicted(_ victims: [Victim], journaling: Bool = true) -> [any Error] {
         guard !victims.isEmpty else { return [] }
         let time = now()
+        // What the adaptive queues moved on the way (promotions, turns of the main queue) goes to
+        // the journal first, so that a restart puts those entries back where they were.
+        let moves = configuration.evictionPolicy == .adaptive ? state.withLock { $0.entries.takeAdaptiveMoves() } : []
+        if journaling {
+            for move in moves { journalRecord(.init(kind: .queue, digest: move.key, time: Int64(move.mark))) }
+        }
         var failures: [any Error] = []
         for victim in victims {
             let outcome = stripe(for: victim.digest).withLock { _ -> Result<Bool, any Error> in

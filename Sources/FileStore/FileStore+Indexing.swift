@@ -167,12 +167,13 @@ extension FileStore {
         let records = journal.readForOpening()
         lastSession.withLock { $0 = Self.usedSinceLastSessionRecord(records) }
         lastSessionStart.withLock { $0 = records.last { $0.kind == .session }?.time }
-        var walked = LRUList<KeyDigest, EntryRecord>()
-        for (file, lastAccess) in Self.recencyOrder(of: found, journal: records) {
+        var walked = Self.makeIndex(configuration)
+        for (file, lastAccess, mark) in Self.recencyOrder(of: found, journal: records, policy: configuration.evictionPolicy) {
             walked.setValue(
                 EntryRecord(fileSize: file.size, allocated: file.allocated, lastAccess: lastAccess, identity: file.identity),
                 forKey: file.digest, cost: file.allocated, expiry: .infinity
             )
+            if let mark { walked.restoreAdaptiveMark(mark, forKey: file.digest) }
         }
         configuration.indexingHook?(.merging)
         state.withLock { state in
@@ -281,34 +282,41 @@ extension FileStore {
             switch record.kind {
             case .access, .write: used.insert(record.digest)
             case .removal: used.remove(record.digest)
-            case .session: break
+            case .session, .queue: break
             }
         }
         return used
     }
 
     /// Orders files from least to most recently used: the journal's order for the files it knows,
-    /// with the other files merged in by modification time. Returns each file with its last access.
-    static func recencyOrder(of files: [FoundFile], journal: [RecencyJournal.Record]) -> [(FoundFile, Int64)] {
-        var replay = LRUList<KeyDigest, Int64>()
+    /// with the other files merged in by modification time. Returns each file with its last access
+    /// and, under the adaptive policy, its queue and read counter (`nil` for a file the journal does
+    /// not know): the journal is replayed through adaptive queues (a write enters the small queue,
+    /// a read bumps the counter, a queue record restores what a compaction saved), and the files
+    /// come from each queue's oldest entry to its newest, small queue first.
+    static func recencyOrder(
+        of files: [FoundFile], journal: [RecencyJournal.Record], policy: EvictionPolicy = .leastRecentlyUsed
+    ) -> [(FoundFile, Int64, UInt8?)] {
+        var replay = LRUList<KeyDigest, Int64>(policy: policy, countLimit: nil, costLimit: nil)
         for record in journal {
             switch record.kind {
             case .access, .write: replay.setValue(record.time, forKey: record.digest, cost: 0, expiry: .infinity)
             case .removal: replay.removeValue(forKey: record.digest)
+            case .queue: replay.restoreAdaptiveMark(UInt8(truncatingIfNeeded: record.time), forKey: record.digest)
             case .session: break
             }
         }
         var byDigest = Dictionary(files.map { ($0.digest, $0) }, uniquingKeysWith: { first, _ in first })
-        var known: [(FoundFile, Int64)] = []
+        var known: [(FoundFile, Int64, UInt8?)] = []
         for digest in replay.keysByRecency.reversed() {
             if let file = byDigest.removeValue(forKey: digest) {
-                known.append((file, replay.peekValue(forKey: digest) ?? file.modified))
+                known.append((file, replay.peekValue(forKey: digest) ?? file.modified, replay.adaptiveMark(forKey: digest)))
             }
         }
         let unknown = byDigest.values.sorted { ($0.modified, $0.digest.high, $0.digest.low) < ($1.modified, $1.digest.high, $1.digest.low) }
-            .map { ($0, $0.modified) }
+            .map { ($0, $0.modified, UInt8?.none) }
 
-        var merged: [(FoundFile, Int64)] = []
+        var merged: [(FoundFile, Int64, UInt8?)] = []
         merged.reserveCapacity(known.count + unknown.count)
         var i = 0
         var j = 0

@@ -172,7 +172,7 @@ extension FileStore {
         let ordered = recencyOrder(of: candidates, journal: journal)
         var entries: [Entry] = []
         var identities: [String: FileIdentity] = [:]
-        for (index, (file, lastAccess)) in ordered.reversed().enumerated() {
+        for (index, (file, lastAccess, _)) in ordered.reversed().enumerated() {
             if index % 1_000 == 0 { progress?(index, ordered.count) }
             let path = file.digest.path(in: directory)
             let location = StoreFolder.Location(shard: file.digest.firstByte, name: FileName(file.digest.hex))

@@ -100,17 +100,25 @@ extension FileStore {
 
     /// The index as journal records, least recently used first, with this session's start placed
     /// before the first entry used since the session began (so a later store can tell which entries
-    /// this session used).
+    /// this session used). Under the adaptive policy the access records are in order of last
+    /// access, and the queue records follow, in queue order.
     func currentRecencyRecords() -> [RecencyJournal.Record] {
-        var records: [RecencyJournal.Record] = state.withLock { state in
-            state.entries.keysByRecency.reversed().map { digest in
+        var (records, queues): ([RecencyJournal.Record], [RecencyJournal.Record]) = state.withLock { state in
+            let order = state.entries.keysByRecency.reversed()
+            var accesses = order.map { digest in
                 RecencyJournal.Record(kind: .access, digest: digest, time: state.entries.peekValue(forKey: digest)?.lastAccess ?? 0)
             }
+            guard state.entries.policy == .adaptive else { return (accesses, []) }
+            accesses.sort { $0.time < $1.time }
+            let queues = order.map { digest in
+                RecencyJournal.Record(kind: .queue, digest: digest, time: Int64(state.entries.adaptiveMark(forKey: digest) ?? 0))
+            }
+            return (accesses, queues)
         }
         let start = sessionStart
         let marker = RecencyJournal.Record(kind: .session, digest: KeyDigest(high: 0, low: 0), time: start)
         records.insert(marker, at: records.firstIndex { $0.time > start } ?? records.count)
-        return records
+        return records + queues
     }
 
     /// The entries read or written during the previous session — between the last two times a
@@ -156,7 +164,8 @@ extension FileStore {
         if !news.records.isEmpty { sharing.store(true, ordering: .relaxed) }
         // Each key once, in the order of its last record.
         var last: [KeyDigest: (position: Int, record: RecencyJournal.Record)] = [:]
-        for (position, record) in news.records.enumerated() where record.kind != .session {
+        // Another store's queues are its own: this one keeps what it learned.
+        for (position, record) in news.records.enumerated() where record.kind != .session && record.kind != .queue {
             last[record.digest] = (position, record)
         }
         for (_, record) in last.values.sorted(by: { $0.position < $1.position }) {

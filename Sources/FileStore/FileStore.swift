@@ -142,7 +142,7 @@ public final class FileStore: Store {
 
     /// What the store knows of its files: recency order, size and last access of each entry.
     struct IndexState: Sendable {
-        var entries = LRUList<KeyDigest, EntryRecord>()
+        var entries: LRUList<KeyDigest, EntryRecord>
         /// The bytes the marker and the journal take on disk, counted against the capacity.
         var metadataSize = 0
         /// While the index is being built (`nil` once it is complete): the digests whose entry this
@@ -214,7 +214,7 @@ public final class FileStore: Store {
             )
         }
         self.blockSize = max(512, (try? POSIX.status(of: folder.descriptor, path: directory).blockSize) ?? 4096)
-        self.state = Locked(IndexState())
+        self.state = Locked(IndexState(entries: Self.makeIndex(configuration)))
         self.journal = RecencyJournal(folder: folder)
         self.stripes = (0..<64).map { _ in Locked(0) }
         self.sessionStart = Self.milliseconds(configuration.clock.now())

@@ -59,6 +59,10 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var freeHead: Int32 = Self.none
     /// The queues of `EvictionPolicy.adaptive`; `nil` for least recently used.
     @usableFromInline var adaptive: AdaptiveQueues?
+    /// The keys the adaptive queues moved other than by a write (admitted to the main queue from
+    /// the ghost, promoted, gone round the main queue) since ``takeAdaptiveMoves()`` last took
+    /// them; `nil` unless ``tracksAdaptiveMoves()`` was called (a store that journals them).
+    @usableFromInline var adaptiveMoves: [Key]?
 
     /// The number of entries.
     @inlinable package var count: Int { entries.count }
@@ -75,11 +79,11 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - policy: What to evict first.
     ///   - countLimit: The store's count limit, if any.
-    ///   - costLimit: The store's cost limit, if any. The adaptive queues split the cost limit when
-    ///     there is one (entries weigh their cost), else the count limit.
+    ///   - costLimit: The store's cost limit, if any. The adaptive queues split whichever limit
+    ///     binds.
     package init(policy: EvictionPolicy, countLimit: Int?, costLimit: Int?) {
         if policy == .adaptive {
-            adaptive = AdaptiveQueues(capacity: costLimit ?? countLimit, weighsByCost: costLimit != nil)
+            adaptive = AdaptiveQueues(countLimit: countLimit, costLimit: costLimit)
         }
     }
 
@@ -262,9 +266,11 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Removes everything and releases the storage.
     @inlinable
     package mutating func removeAll() {
-        let policy = adaptive.map { AdaptiveQueues(capacity: $0.capacity, weighsByCost: $0.weighsByCost) }
+        let policy = adaptive.map { AdaptiveQueues(countLimit: $0.countLimit, costLimit: $0.costLimit) }
+        let tracksMoves = adaptiveMoves != nil
         self = LRUList()
         adaptive = policy
+        if tracksMoves { adaptiveMoves = [] }
     }
 
     /// The keys from most to least recently used. Under the adaptive policy: the main queue from

@@ -39,6 +39,11 @@ final class RecencyJournal: Sendable {
         case removal = 2
         /// A store opened the folder at this time (the digest is unused): the start of a session.
         case session = 4
+        /// The adaptive eviction policy's queue and read counter for the entry, in the time
+        /// field's low byte (`LRUList.adaptiveMark(forKey:)`). Written only by a compaction of a
+        /// store with that policy, after every access record, from each queue's oldest entry to
+        /// its newest; a reader that does not know this kind skips it.
+        case queue = 5
     }
 
     struct Record: Sendable, Hashable {

@@ -1,11 +1,13 @@
 /// The state `LRUList` keeps for `EvictionPolicy.adaptive` (S3-FIFO with a ghost-balanced small
 /// queue): which of the two FIFO queues each slot is in and its read counter, the small queue's
-/// ends and weight, its target share of the capacity, and the ghost of recently evicted keys.
+/// ends, count and cost, its target share of the limits, and the ghost of recently evicted keys.
 ///
 /// The main queue is the list's own `head`/`tail`; the small queue is threaded through the same
-/// `links` array between `smallHead` and `smallTail`, so a slot is in exactly one of them. Weights
-/// are costs when the store is bounded by cost and 1 otherwise, so the queues split the limit that
-/// binds. Not generic: the ghost keeps keys' hash values, never the keys.
+/// `links` array between `smallHead` and `smallTail`, so a slot is in exactly one of them. The
+/// queues split whichever limit binds: the small queue is over its target when its count reaches
+/// its share of the count limit or its cost its share of the cost limit, and the ghost rule weighs
+/// a key by the limit that is fuller (entries by count, or by cost). Not generic: the ghost keeps
+/// keys' hash values, never the keys.
 @usableFromInline
 struct AdaptiveQueues: Sendable {
     /// Per slot: `smallBit` when the slot is in the small queue; the low two bits count reads
@@ -13,13 +15,13 @@ struct AdaptiveQueues: Sendable {
     @usableFromInline var marks: ContiguousArray<UInt8> = []
     @usableFromInline var smallHead: Int32 = -1
     @usableFromInline var smallTail: Int32 = -1
-    /// The sum of the small queue's weights.
-    @usableFromInline var smallWeight = 0
-    /// The limit the queues share, in weight units; `nil` for an unbounded store (trimmed by hand).
-    @usableFromInline let capacity: Int?
-    /// Whether an entry weighs its cost (a cost-bounded store) or 1.
-    @usableFromInline let weighsByCost: Bool
-    /// The small queue's target share of the capacity, moved by the ghost rule.
+    /// The small queue's entries and the sum of their costs.
+    @usableFromInline var smallCount = 0
+    @usableFromInline var smallCost = 0
+    /// The store's limits; both `nil` for an unbounded store (trimmed by hand).
+    @usableFromInline let countLimit: Int?
+    @usableFromInline let costLimit: Int?
+    /// The small queue's target share of the limits, moved by the ghost rule.
     private(set) var smallShare = Self.initialSmallShare
     private var ghost = GhostKeys()
 
@@ -29,14 +31,14 @@ struct AdaptiveQueues: Sendable {
     static let initialSmallShare = 0.10
     /// The bounds of the small queue's share.
     static let smallShareRange = 0.01...0.90
-    /// How far back, as a share of the capacity, an eviction still moves the small queue's target.
+    /// How far back, as a share of the limit, an eviction still moves the small queue's target.
     static let balancingReach = 0.25
 
-    /// Creates the state for a list bounded by `capacity` weight units.
+    /// Creates the state for a list with these limits.
     @usableFromInline
-    init(capacity: Int?, weighsByCost: Bool) {
-        self.capacity = capacity
-        self.weighsByCost = weighsByCost
+    init(countLimit: Int?, costLimit: Int?) {
+        self.countLimit = countLimit.map { max(0, $0) }
+        self.costLimit = costLimit.map { max(0, $0) }
     }
 
     /// Whether `slot` is in the small queue.
@@ -59,129 +61,179 @@ struct AdaptiveQueues: Sendable {
     }
 
     /// Counts a rewrite of `slot` (a write to a key already there) as a read, and keeps the small
-    /// queue's weight in step with the new cost.
+    /// queue's cost in step with the new cost.
     @inlinable
     mutating func recordRewrite(_ slot: Int32, oldCost: Int, newCost: Int) {
         recordRead(slot)
-        if weighsByCost, isSmall(slot) { smallWeight += newCost - oldCost }
+        if isSmall(slot) { smallCost += newCost - oldCost }
+    }
+
+    /// Books `slot`, just linked into the queue `mark` names, with `mark`.
+    @inlinable
+    mutating func enter(_ slot: Int32, mark: UInt8, cost: Int) {
+        marks[Int(slot)] = mark
+        if mark & Self.smallBit != 0 {
+            smallCount += 1
+            smallCost += cost
+        }
     }
 
     /// Moves `slot`, just unlinked from the small queue, to the main queue's books (its counter kept).
     @inlinable
     mutating func promote(_ slot: Int32, cost: Int) {
         marks[Int(slot)] &= ~Self.smallBit
-        smallWeight -= weight(ofCost: cost)
+        smallCount -= 1
+        smallCost -= cost
     }
 
-    /// Clears the books of `slot`, just unlinked and freed, whose entry cost `cost`.
+    /// Clears the books of `slot`, just unlinked, whose entry costs `cost`.
     @inlinable
     mutating func forget(_ slot: Int32, cost: Int) {
-        if isSmall(slot) { smallWeight -= weight(ofCost: cost) }
+        if isSmall(slot) {
+            smallCount -= 1
+            smallCost -= cost
+        }
         marks[Int(slot)] = 0
     }
 
-    /// What an entry of `cost` weighs.
-    @inlinable
-    func weight(ofCost cost: Int) -> Int {
-        weighsByCost ? cost : 1
-    }
-
-    /// The small queue's target weight, for a list whose entries weigh `total` in all.
+    /// Whether the small queue holds at least its target share of a limit (of the entries there
+    /// are, `count`, in a store with no limit).
     @usableFromInline
-    func smallTarget(total: Int) -> Int {
-        max(1, Int(Double(capacity ?? total) * smallShare))
+    func smallQueueIsFull(count: Int) -> Bool {
+        if countLimit == nil && costLimit == nil { return smallCount >= Self.share(smallShare, of: count) }
+        if let countLimit, smallCount >= Self.share(smallShare, of: countLimit) { return true }
+        if let costLimit, smallCost >= Self.share(smallShare, of: costLimit) { return true }
+        return false
     }
 
     /// Decides the queue of a new key (whose hash is `hash`): the main queue when the small queue
     /// gave it up recently enough that the key has proved itself, the small queue otherwise. First
     /// applies the ghost rule: a key the small queue gave up within the reach grows its share by
     /// the key's weight; one the main queue gave up shrinks it.
+    /// - Parameters:
+    ///   - cost: The new entry's cost.
+    ///   - count: The entries there are, and `totalCost` their costs: which limit is fuller decides
+    ///     whether a key weighs 1 or its cost.
     /// - Returns: Whether the key goes to the main queue.
     @usableFromInline
-    mutating func admitsToMain(hash: Int, weight: Int) -> Bool {
-        guard let capacity, capacity > 0, let found = ghost.take(hash) else { return false }
-        let reach = Self.reach(of: capacity)
-        if found.age <= reach {
-            let step = Double(weight) / Double(capacity)
+    mutating func admitsToMain(hash: Int, cost: Int, count: Int, totalCost: Int) -> Bool {
+        guard let found = ghost.take(hash), let unit = bindingUnit(count: count, totalCost: totalCost) else { return false }
+        let age = unit.byCost ? found.costAge : found.countAge
+        let weight = unit.byCost ? cost : 1
+        if age <= Self.reach(of: unit.limit) {
+            let step = Double(weight) / Double(max(1, unit.limit))
             let share = found.fromMain ? smallShare - step : smallShare + step
             smallShare = min(max(share, Self.smallShareRange.lowerBound), Self.smallShareRange.upperBound)
         }
-        return !found.fromMain && found.age <= capacity - smallTarget(total: capacity)
+        return !found.fromMain && age <= unit.limit - Self.share(smallShare, of: unit.limit)
     }
 
-    /// Remembers that the key whose hash is `hash` was evicted from the small or the main queue.
-    /// - Parameter liveCount: The entries left, to bound the ghost's size in a cost-bounded store.
+    /// Remembers that the key whose hash is `hash` (its entry costing `cost`) was evicted from the
+    /// small or the main queue.
+    /// - Parameter liveCount: The entries left, to bound the ghost's size.
     @usableFromInline
-    mutating func recordEviction(hash: Int, weight: Int, fromMain: Bool, liveCount: Int) {
-        guard let capacity, capacity > 0 else { return }
-        let balancing = Self.reach(of: capacity)
-        let reach = fromMain ? balancing : max(balancing, capacity - smallTarget(total: capacity))
-        ghost.add(hash, weight: weight, fromMain: fromMain, reach: reach, mostKept: 2 * liveCount + 64)
+    mutating func recordEviction(hash: Int, cost: Int, fromMain: Bool, liveCount: Int) {
+        guard countLimit != nil || costLimit != nil else { return }
+        func reach(_ limit: Int?) -> Int? {
+            limit.map { fromMain ? Self.reach(of: $0) : max(Self.reach(of: $0), $0 - Self.share(smallShare, of: $0)) }
+        }
+        ghost.add(
+            hash, cost: cost, fromMain: fromMain,
+            reach: (count: reach(countLimit), cost: reach(costLimit)), mostKept: 2 * liveCount + 64
+        )
     }
 
-    private static func reach(of capacity: Int) -> Int {
-        max(1, Int(Double(capacity) * balancingReach))
+    /// The limit that is fuller (by count or by cost) and its size; `nil` for an unbounded store.
+    private func bindingUnit(count: Int, totalCost: Int) -> (byCost: Bool, limit: Int)? {
+        switch (countLimit, costLimit) {
+        case (nil, nil): return nil
+        case (let countLimit?, nil): return (false, countLimit)
+        case (nil, let costLimit?): return (true, costLimit)
+        case (let countLimit?, let costLimit?):
+            let costFill = Double(totalCost) / Double(max(1, costLimit))
+            let countFill = Double(count) / Double(max(1, countLimit))
+            return costFill >= countFill ? (true, costLimit) : (false, countLimit)
+        }
+    }
+
+    private static func share(_ share: Double, of limit: Int) -> Int {
+        max(1, Int(Double(limit) * share))
+    }
+
+    private static func reach(of limit: Int) -> Int {
+        max(1, Int(Double(limit) * balancingReach))
     }
 }
 
 /// The keys (by hash value) the queues evicted recently, without their values: for each of the two
-/// queues, a clock of the weight it has evicted and a FIFO ring of (hash, clock) that forgets a key
-/// once more than its reach was evicted after it. A key is in at most one of them.
+/// queues, clocks of the count and the cost it has evicted and a FIFO ring of (hash, stamps) that
+/// forgets a key once more than its reach was evicted after it, in every limit's unit. A key is in
+/// at most one of them.
 private struct GhostKeys: Sendable {
     private var stamps: [Int: GhostStamp] = [:]
     private var small = GhostRing()
     private var main = GhostRing()
 
-    /// Records the eviction of `hash` (weighing `weight`) from the main or the small queue, and
+    /// Records the eviction of `hash` (costing `cost`) from the main or the small queue, and
     /// forgets what fell out of that queue's reach or beyond `mostKept` records.
-    mutating func add(_ hash: Int, weight: Int, fromMain: Bool, reach: Int, mostKept: Int) {
+    mutating func add(_ hash: Int, cost: Int, fromMain: Bool, reach: (count: Int?, cost: Int?), mostKept: Int) {
         if fromMain {
-            main.add(hash, weight: weight, fromMain: true, reach: reach, mostKept: mostKept, stamps: &stamps)
+            main.add(hash, cost: cost, fromMain: true, reach: reach, mostKept: mostKept, stamps: &stamps)
         } else {
-            small.add(hash, weight: weight, fromMain: false, reach: reach, mostKept: mostKept, stamps: &stamps)
+            small.add(hash, cost: cost, fromMain: false, reach: reach, mostKept: mostKept, stamps: &stamps)
         }
     }
 
-    /// Forgets `hash`, returning which queue evicted it and how much weight that queue evicted
-    /// since; `nil` when it is not remembered.
-    mutating func take(_ hash: Int) -> (fromMain: Bool, age: Int)? {
+    /// Forgets `hash`, returning which queue evicted it and how many entries and how much cost
+    /// that queue evicted since; `nil` when it is not remembered.
+    mutating func take(_ hash: Int) -> (fromMain: Bool, countAge: Int, costAge: Int)? {
         guard let stamp = stamps.removeValue(forKey: hash) else { return nil }
-        let clock = stamp.fromMain ? main.clock : small.clock
-        return (stamp.fromMain, clock - stamp.clock)
+        let ring = stamp.fromMain ? main : small
+        return (stamp.fromMain, ring.countClock - stamp.count, ring.costClock - stamp.cost)
     }
 }
 
-/// When a ghost key was evicted (its queue's clock then) and by which queue.
+/// When a ghost key was evicted (its queue's clocks then) and by which queue.
 private struct GhostStamp: Sendable, Equatable {
-    var clock: Int
+    var count: Int
+    var cost: Int
     var fromMain: Bool
 }
 
-/// A FIFO of (hash, clock) records in an array with a moving start, compacted when half is spent.
+/// A FIFO of (hash, stamp) records in an array with a moving start, compacted when half is spent.
 private struct GhostRing: Sendable {
-    private var records: ContiguousArray<(hash: Int, clock: Int)> = []
+    private var records: ContiguousArray<(hash: Int, stamp: GhostStamp)> = []
     private var start = 0
-    /// The weight evicted so far.
-    private(set) var clock = 0
+    /// The entries and the cost evicted so far.
+    private(set) var countClock = 0
+    private(set) var costClock = 0
 
-    /// Appends `hash`, stamps it in `stamps`, and drops the records beyond `reach` or `mostKept`
-    /// (and their stamps, unless the key was evicted again since).
+    /// Appends `hash`, stamps it in `stamps`, and drops the records beyond `reach` in every unit
+    /// that has one, or beyond `mostKept` (and their stamps, unless the key was evicted again since).
     mutating func add(
-        _ hash: Int, weight: Int, fromMain: Bool, reach: Int, mostKept: Int, stamps: inout [Int: GhostStamp]
+        _ hash: Int, cost: Int, fromMain: Bool, reach: (count: Int?, cost: Int?), mostKept: Int,
+        stamps: inout [Int: GhostStamp]
     ) {
-        stamps[hash] = GhostStamp(clock: clock, fromMain: fromMain)
-        records.append((hash, clock))
-        clock += max(1, weight)
-        while start < records.count, clock - records[start].clock > reach || records.count - start > mostKept {
+        let stamp = GhostStamp(count: countClock, cost: costClock, fromMain: fromMain)
+        stamps[hash] = stamp
+        records.append((hash, stamp))
+        countClock += 1
+        costClock += max(0, cost)
+        while start < records.count, records.count - start > mostKept || isBeyond(records[start].stamp, reach) {
             let oldest = records[start]
-            if stamps[oldest.hash] == GhostStamp(clock: oldest.clock, fromMain: fromMain) {
-                stamps.removeValue(forKey: oldest.hash)
-            }
+            if stamps[oldest.hash] == oldest.stamp { stamps.removeValue(forKey: oldest.hash) }
             start += 1
         }
         if start >= 64, start * 2 >= records.count {
             records.removeFirst(start)
             start = 0
         }
+    }
+
+    /// Whether `stamp` is further back than every reach given.
+    private func isBeyond(_ stamp: GhostStamp, _ reach: (count: Int?, cost: Int?)) -> Bool {
+        let beyondCount = reach.count.map { countClock - stamp.count > $0 } ?? true
+        let beyondCost = reach.cost.map { costClock - stamp.cost > $0 } ?? true
+        return beyondCount && beyondCost
     }
 }
