@@ -29,7 +29,7 @@ def main():
         sys.exit(__doc__)
     results = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
     traces = list(dict.fromkeys(r["trace"] for r in results))
-    columns = 5 if len(traces) > 4 else len(traces)
+    columns = 3 if len(traces) in (5, 6) else min(5, len(traces))
     rows = math.ceil(len(traces) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.8 * rows), squeeze=False)
     for index, trace in enumerate(traces):
