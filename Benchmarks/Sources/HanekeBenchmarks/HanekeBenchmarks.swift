@@ -93,6 +93,9 @@ struct HitRatioOptions: ParsableArguments {
     @Flag(name: .customLong("hit-ratio-check"), help: "Run the simulators' self-checks (Zipf sampler, LRU against a reference, capacities, Bélády's bound) and stop.")
     var check = false
 
+    @Option(help: "Real stores to replay each trace through besides the simulators (comma-separated: memory, file; or none). memory by default; a FileStore writes a file per miss, so give it a short trace.")
+    var stores: String?
+
     @Option(name: .customLong("parameter"), help: "Override a policy parameter, NAME=VALUE (repeatable).")
     var parameters: [String] = []
 
@@ -103,7 +106,7 @@ struct HitRatioOptions: ParsableArguments {
         do {
             return try HitRatioCommand(
                 generate: generate, out: out, trace: trace, check: check, traces: traces, sizes: sizes, policies: policies,
-                requests: requests, keys: keys, seed: seed, bytes: bytes, withSizes: withSizes, parameters: parameters
+                stores: stores, requests: requests, keys: keys, seed: seed, bytes: bytes, withSizes: withSizes, parameters: parameters
             )
         } catch let error as HitRatioCommand.UsageError {
             throw ValidationError(error.description)

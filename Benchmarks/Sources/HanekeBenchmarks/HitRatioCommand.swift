@@ -31,7 +31,8 @@ struct HitRatioCommand {
     /// Builds the command from the benchmark's flags; throws a `UsageError` naming a bad flag.
     init(
         generate: String?, out: String?, trace: String?, check: Bool, traces: String?, sizes: String?,
-        policies: String?, requests: Int?, keys: Int?, seed: Int?, bytes: Bool, withSizes: Bool, parameters: [String]
+        policies: String?, stores: String? = nil, requests: Int?, keys: Int?, seed: Int?, bytes: Bool, withSizes: Bool,
+        parameters: [String]
     ) throws {
         if let generate {
             guard SyntheticTrace(rawValue: generate) != nil else {
@@ -69,6 +70,14 @@ struct HitRatioCommand {
             }
             driver.policies = kinds
         }
+        if let stores {
+            let names = Self.list(stores)
+            let families = names.compactMap(StoreReplay.Family.init(rawValue:))
+            guard families.count == names.count || names == ["none"] else {
+                throw UsageError(description: "--stores: the real stores are \(StoreReplay.Family.allCases.map(\.rawValue).joined(separator: ", ")), or none")
+            }
+            driver.stores = families
+        }
         for assignment in parameters {
             let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, driver.parameters.set(parts[0], to: parts[1]) else {
@@ -100,9 +109,9 @@ struct HitRatioCommand {
             if driver.unit == .bytes && trace.sizes == nil {
                 throw UsageError(description: "--bytes needs a trace whose lines carry a size: \(path) has none")
             }
-            replay([trace])
+            try replay([trace])
         case .synthetic(let names):
-            replay(names.compactMap(SyntheticTrace.init(rawValue:)).map(synthetic))
+            try replay(names.compactMap(SyntheticTrace.init(rawValue:)).map(synthetic))
         }
         return true
     }
@@ -113,12 +122,12 @@ struct HitRatioCommand {
     }
 
     /// Replays each trace through every policy at every size: JSON lines out, tables to stderr.
-    private func replay(_ traces: [SimulationTrace]) {
+    private func replay(_ traces: [SimulationTrace]) throws {
         let start = ContinuousClock.now
         var results = [SimulationRunResult]()
         for trace in traces {
             Self.printError("\(trace.name): \(trace.requestCount) requests, \(trace.keyCount) distinct keys")
-            results += driver.run(trace) { print($0.jsonLine) }
+            results += try driver.run(trace) { print($0.jsonLine) }
         }
         let summary = GainSummary(results: results)
         let violations = summary.beladyViolations()

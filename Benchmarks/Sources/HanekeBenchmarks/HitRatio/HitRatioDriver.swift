@@ -66,12 +66,12 @@ struct HitRatioDriver: Sendable {
     var parameters = PolicyParameters()
     /// Whether to verify the capacity invariant after every request.
     var verify = false
-    /// Whether to replay each trace through the real stores too.
-    var replayStores = true
+    /// The real stores each trace is replayed through too (none: simulators only).
+    var stores: [StoreReplay.Family] = [.memory]
 
     /// Simulates every size and policy, calling `report` after each run (for streaming output).
     /// - Returns: Every result, Bélády first at each size.
-    func run(_ trace: SimulationTrace, report: (SimulationRunResult) -> Void) -> [SimulationRunResult] {
+    func run(_ trace: SimulationTrace, report: (SimulationRunResult) -> Void) throws -> [SimulationRunResult] {
         let nextUses = trace.nextUses()
         let distinctBytes = trace.distinctBytes()
         var results = [SimulationRunResult]()
@@ -87,14 +87,16 @@ struct HitRatioDriver: Sendable {
                 results.append(policyResult)
                 report(policyResult)
             }
-            guard replayStores else { continue }
-            let kind = StoreReplay.Kind.forUnit(unit)
-            for policy in StoreReplay.policies {
-                let counts = timed { StoreReplay.replay(trace, kind: kind, capacity: configuration.capacity, policy: policy) }
-                var storeResult = result(trace, StoreReplay.label(kind, policy), fraction, configuration, counts)
-                storeResult.store = kind.rawValue
-                results.append(storeResult)
-                report(storeResult)
+            for kind in stores.map({ StoreReplay.Kind.of($0, unit: unit) }) {
+                for policy in StoreReplay.policies {
+                    let counts = try timed {
+                        try StoreReplay.replay(trace, kind: kind, capacity: configuration.capacity, unit: unit, policy: policy)
+                    }
+                    var storeResult = result(trace, StoreReplay.label(kind, policy), fraction, configuration, counts)
+                    storeResult.store = kind.rawValue
+                    results.append(storeResult)
+                    report(storeResult)
+                }
             }
         }
         return results
@@ -131,9 +133,9 @@ struct HitRatioDriver: Sendable {
     }
 
     /// Runs `work` and measures its wall-clock time.
-    private func timed(_ work: () -> SimulationCounts) -> (SimulationCounts, Double) {
+    private func timed(_ work: () throws -> SimulationCounts) rethrows -> (SimulationCounts, Double) {
         let start = DispatchTime.now().uptimeNanoseconds
-        let counts = work()
+        let counts = try work()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return (counts, seconds)
     }

@@ -149,8 +149,15 @@ struct SelfCheck: Sendable {
         for kind in SyntheticTrace.allCases {
             let trace = kind.generate(traceOptions).withSizes(ObjectSizeModel(seed: traceOptions.seed))
             for unit in [CapacityUnit.objects, .bytes] {
-                let driver = HitRatioDriver(unit: unit, parameters: parameters, verify: true)
-                let results = driver.run(trace) { _ in }
+                var driver = HitRatioDriver(unit: unit, parameters: parameters, verify: true)
+                driver.stores = []
+                let results: [SimulationRunResult]
+                do {
+                    results = try driver.run(trace) { _ in }
+                } catch {
+                    outcomes.append(SelfCheckOutcome(name: "\(kind.rawValue) \(unit.rawValue): replay", passed: false, detail: "\(error)"))
+                    continue
+                }
                 let violations = results.reduce(0) { $0 + $1.counts.capacityViolations }
                 outcomes.append(SelfCheckOutcome(name: "\(kind.rawValue) \(unit.rawValue): capacity held", passed: violations == 0,
                                                  detail: "\(results.count - 3) policy runs, \(violations) violations"))
@@ -220,8 +227,14 @@ extension SelfCheck {
                 driver.policies = [.adaptiveS3FIFO]
                 driver.unit = unit
                 driver.parameters = parameters
-                let results = driver.run(trace) { _ in }
-                let store = StoreReplay.Kind.forUnit(unit)
+                let results: [SimulationRunResult]
+                do {
+                    results = try driver.run(trace) { _ in }
+                } catch {
+                    outcomes.append(SelfCheckOutcome(name: "\(trace.name) \(unit.rawValue): replay", passed: false, detail: "\(error)"))
+                    continue
+                }
+                let store = StoreReplay.Kind.of(.memory, unit: unit)
                 for fraction in driver.sizeFractions {
                     func ratio(_ policy: String) -> Double {
                         results.first { $0.sizeFraction == fraction && $0.policy == policy }.map { $0.counts.hitRatio * 100 } ?? .nan

@@ -1,20 +1,36 @@
+import Foundation
+import FileStore
 import HanekeProtocols
+import HanekeTesting
 import MemoryStore
 
 /// Replays a trace through a real store, as an application would use it: a get for every request,
 /// and a set after every miss. The counts are the store's hits, so they show what the shipped
 /// eviction code does (the simulators only show what the algorithm would do).
 enum StoreReplay {
+    /// The stores `--stores` names: `memory` (bounded by count, or by cost with `--bytes`) and
+    /// `file` (a `FileStore` in a temporary folder).
+    enum Family: String, CaseIterable, Sendable {
+        case memory
+        case file
+    }
+
     /// The real stores the replay drives, by their name in the JSON lines.
     enum Kind: String, CaseIterable, Sendable {
         /// `MemoryStore` bounded by count (object capacities).
         case memory
         /// `MemoryStore` bounded by cost, a value's cost being its size (byte capacities).
         case memoryCost = "memory-cost"
+        /// `FileStore` bounded by count (object capacities) or by the disk space its files take
+        /// (byte capacities: each value takes whole blocks, so fewer fit than in memory).
+        case file
 
-        /// The store for a capacity unit.
-        static func forUnit(_ unit: CapacityUnit) -> Kind {
-            unit == .bytes ? .memoryCost : .memory
+        /// The store of `family` for a capacity unit.
+        static func of(_ family: Family, unit: CapacityUnit) -> Kind {
+            switch family {
+            case .memory: unit == .bytes ? .memoryCost : .memory
+            case .file: .file
+            }
         }
     }
 
@@ -26,13 +42,50 @@ enum StoreReplay {
         "\(kind.rawValue)/\(policy.rawValue)"
     }
 
-    /// Replays `trace` through a new store of `kind` with `capacity` and `policy`.
-    static func replay(_ trace: SimulationTrace, kind: Kind, capacity: Int, policy: EvictionPolicy) -> SimulationCounts {
-        let store: MemoryStore<Int32, Int>
+    /// Replays `trace` through a new store of `kind` with `capacity` (in `unit`) and `policy`.
+    static func replay(
+        _ trace: SimulationTrace, kind: Kind, capacity: Int, unit: CapacityUnit, policy: EvictionPolicy
+    ) throws -> SimulationCounts {
         switch kind {
-        case .memory: store = MemoryStore(countLimit: capacity, evictionPolicy: policy)
-        case .memoryCost: store = MemoryStore(costLimit: capacity, evictionPolicy: policy, cost: { $0 })
+        case .memory:
+            return replay(trace, through: MemoryStore<Int32, Int>(countLimit: capacity, evictionPolicy: policy))
+        case .memoryCost:
+            return replay(trace, through: MemoryStore<Int32, Int>(costLimit: capacity, evictionPolicy: policy, cost: { $0 }))
+        case .file:
+            let folder = try TemporaryDirectory(prefix: "hit-ratio")
+            // By bytes, the capacity leaves some room for the store's marker and journal (which
+            // count against it: the store keeps a little less than the simulators).
+            let configuration = FileStore.Configuration(
+                capacity: unit == .bytes ? capacity + fileStoreOverhead : nil,
+                countLimit: unit == .objects ? capacity : nil,
+                evictionPolicy: policy
+            )
+            let store = try FileStore(directory: folder.path, configuration: configuration)
+            store.waitUntilIndexed()
+            var counts = SimulationCounts()
+            let sizes = trace.sizes
+            for index in 0..<trace.requestCount {
+                let key = String(trace.keys[index])
+                let size = sizes?[index] ?? 0
+                let hit = try store.value(forKey: key) != nil
+                if !hit {
+                    do {
+                        try store.setValue(Data(count: max(1, size)), forKey: key)
+                    } catch let error as StoreError where error.code == .valueTooLarge {
+                        // Larger than the whole capacity: not kept, as the simulators bypass it.
+                    }
+                }
+                counts.record(hit: hit, size: size)
+            }
+            return counts
         }
+    }
+
+    /// What a `FileStore`'s capacity holds besides its entries: the marker, the journal, and the
+    /// two blocks kept free for the journal (64 KiB is ample for a replay's journal).
+    static let fileStoreOverhead = 64 << 10
+
+    private static func replay(_ trace: SimulationTrace, through store: MemoryStore<Int32, Int>) -> SimulationCounts {
         var counts = SimulationCounts()
         let sizes = trace.sizes
         for index in 0..<trace.requestCount {
