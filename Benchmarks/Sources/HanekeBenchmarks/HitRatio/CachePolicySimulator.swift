@@ -71,6 +71,9 @@ struct PolicyParameters: Sendable {
     var ghostAdaptFraction = 0.25
     /// Accesses (while in the small queue) needed to be promoted to main instead of sent to the ghost.
     var s3PromotionThreshold = 1
+    /// 1: a hit in S3-FIFO's small queue also moves the entry to the small queue's front (the small
+    /// queue in LRU order); 0 (the default, and the stores): the small queue is a FIFO.
+    var s3SmallQueueLRU = 0
 
     /// Sets a parameter by name (the property name) from a decimal value, for experiments.
     /// - Returns: false when the name is unknown or the value is not a number.
@@ -88,6 +91,7 @@ struct PolicyParameters: Sendable {
         case "s3MinimumSmallFraction": s3MinimumSmallFraction = value
         case "s3MaximumSmallFraction": s3MaximumSmallFraction = value
         case "s3PromotionThreshold": s3PromotionThreshold = Int(value)
+        case "s3SmallQueueLRU": s3SmallQueueLRU = Int(value)
         case "ghostAdaptFraction": ghostAdaptFraction = value
         case "sketchConservativeUpdate": sketchConservativeUpdate = Int(value)
         default: return false
@@ -109,6 +113,7 @@ struct PolicyParameters: Sendable {
             "s3MinimumSmallFraction=\(s3MinimumSmallFraction)",
             "s3MaximumSmallFraction=\(s3MaximumSmallFraction)",
             "s3PromotionThreshold=\(s3PromotionThreshold)",
+            "s3SmallQueueLRU=\(s3SmallQueueLRU)",
             "ghostAdaptFraction=\(ghostAdaptFraction)",
             "sketchConservativeUpdate=\(sketchConservativeUpdate)",
         ].joined(separator: " ")

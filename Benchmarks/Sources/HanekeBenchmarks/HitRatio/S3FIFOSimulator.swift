@@ -34,6 +34,7 @@ struct S3FIFOSimulator: CachePolicySimulator {
     private(set) var usedCapacity = 0
     private let unit: CapacityUnit
     private let promotionThreshold: UInt8
+    private let smallQueueLRU: Bool
     private let minimumSmallFraction: Double
     private let maximumSmallFraction: Double
     private var smallFraction: Double
@@ -67,6 +68,7 @@ struct S3FIFOSimulator: CachePolicySimulator {
         capacity = configuration.capacity
         unit = configuration.unit
         promotionThreshold = UInt8(min(max(parameters.s3PromotionThreshold, 1), 3))
+        smallQueueLRU = parameters.s3SmallQueueLRU != 0
         minimumSmallFraction = parameters.s3MinimumSmallFraction
         maximumSmallFraction = parameters.s3MaximumSmallFraction
         smallFraction = parameters.s3SmallFraction
@@ -84,6 +86,9 @@ struct S3FIFOSimulator: CachePolicySimulator {
         let hit = queues[Int(key)] != .absent
         if hit {
             counters[Int(key)] = min(counters[Int(key)] + 1, 3)
+            if smallQueueLRU && queues[Int(key)] == .small {
+                lists.moveToFront(key, list: Int(Queue.small.rawValue))
+            }
         } else {
             insert(key, weight: max(1, unit.weight(ofSize: size)))
         }
