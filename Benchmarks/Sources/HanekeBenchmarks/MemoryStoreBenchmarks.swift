@@ -31,12 +31,24 @@ enum MemoryStoreBenchmarks {
         var rows: [Row] = []
         for threads in [1, 2] {
             let perThread = operations / threads
-            // get, synchronous
-            let get = Measure.interleaved(rounds: scale.rounds) {
-                rate(threads: threads, perThread: perThread) { i in _ = store.value(forKey: keys[order[i]]) }
-            } baseline: {
-                rate(threads: threads, perThread: perThread) { i in _ = dictionary.get(keys[order[i]]) }
+            /// Gets of `memory` against the locked Dictionary's, interleaved.
+            func getAgainstDictionary(_ memory: MemoryStore<String, Data>) -> (subject: Double, baseline: Double) {
+                Measure.interleaved(rounds: scale.rounds) {
+                    rate(threads: threads, perThread: perThread) { i in _ = memory.value(forKey: keys[order[i]]) }
+                } baseline: {
+                    rate(threads: threads, perThread: perThread) { i in _ = dictionary.get(keys[order[i]]) }
+                }
             }
+            /// Overwrites in `memory` against the locked Dictionary's, interleaved.
+            func setAgainstDictionary(_ memory: MemoryStore<String, Data>) -> (subject: Double, baseline: Double) {
+                Measure.interleaved(rounds: scale.rounds) {
+                    rate(threads: threads, perThread: perThread / 2) { i in memory.setValue(value, forKey: keys[order[i]]) }
+                } baseline: {
+                    rate(threads: threads, perThread: perThread / 2) { i in dictionary.set(value, for: keys[order[i]]) }
+                }
+            }
+            // get, synchronous
+            let get = getAgainstDictionary(store)
             let getNS = Measure.interleaved(rounds: scale.rounds) {
                 rate(threads: threads, perThread: perThread) { i in _ = store.value(forKey: keys[order[i]]) }
             } baseline: {
@@ -52,11 +64,7 @@ enum MemoryStoreBenchmarks {
             }
             rows.append(row("get hit", threads: threads, api: "async", subject: asyncGet.subject, baseline: asyncGet.baseline, baselineLabel: "locked Dictionary", goal: 0.75))
             // set (overwrite of present keys)
-            let set = Measure.interleaved(rounds: scale.rounds) {
-                rate(threads: threads, perThread: perThread / 2) { i in store.setValue(value, forKey: keys[order[i]]) }
-            } baseline: {
-                rate(threads: threads, perThread: perThread / 2) { i in dictionary.set(value, for: keys[order[i]]) }
-            }
+            let set = setAgainstDictionary(store)
             let setNS = Measure.interleaved(rounds: scale.rounds) {
                 rate(threads: threads, perThread: perThread / 2) { i in store.setValue(value, forKey: keys[order[i]]) }
             } baseline: {
@@ -66,17 +74,9 @@ enum MemoryStoreBenchmarks {
             rows.append(row("set", threads: threads, api: "sync", subject: setNS.subject, baseline: setNS.baseline, baselineLabel: "NSCache", goal: 4))
             // The same get and set under the adaptive policy (a read bumps a counter instead of
             // moving the entry).
-            let adaptiveGet = Measure.interleaved(rounds: scale.rounds) {
-                rate(threads: threads, perThread: perThread) { i in _ = adaptive.value(forKey: keys[order[i]]) }
-            } baseline: {
-                rate(threads: threads, perThread: perThread) { i in _ = dictionary.get(keys[order[i]]) }
-            }
+            let adaptiveGet = getAgainstDictionary(adaptive)
             rows.append(row("(adaptive) get hit", threads: threads, api: "sync", subject: adaptiveGet.subject, baseline: adaptiveGet.baseline, baselineLabel: "locked Dictionary", goal: 0.75))
-            let adaptiveSet = Measure.interleaved(rounds: scale.rounds) {
-                rate(threads: threads, perThread: perThread / 2) { i in adaptive.setValue(value, forKey: keys[order[i]]) }
-            } baseline: {
-                rate(threads: threads, perThread: perThread / 2) { i in dictionary.set(value, for: keys[order[i]]) }
-            }
+            let adaptiveSet = setAgainstDictionary(adaptive)
             rows.append(row("(adaptive) set", threads: threads, api: "sync", subject: adaptiveSet.subject, baseline: adaptiveSet.baseline, baselineLabel: "locked Dictionary", goal: 0.6))
         }
         return rows + writeAtCapacityRows(scale)

@@ -151,11 +151,7 @@ struct SelfCheck: Sendable {
             for unit in [CapacityUnit.objects, .bytes] {
                 var driver = HitRatioDriver(unit: unit, parameters: parameters, verify: true)
                 driver.stores = []
-                let results: [SimulationRunResult]
-                do {
-                    results = try driver.run(trace) { _ in }
-                } catch {
-                    outcomes.append(SelfCheckOutcome(name: "\(kind.rawValue) \(unit.rawValue): replay", passed: false, detail: "\(error)"))
+                guard let results = run(driver, on: trace, named: "\(kind.rawValue) \(unit.rawValue): replay", into: &outcomes) else {
                     continue
                 }
                 let violations = results.reduce(0) { $0 + $1.counts.capacityViolations }
@@ -212,6 +208,18 @@ private struct ReferenceLRU {
 }
 
 extension SelfCheck {
+    /// Runs `driver` on `trace`; a replay that throws becomes a failed outcome called `name`.
+    func run(
+        _ driver: HitRatioDriver, on trace: SimulationTrace, named name: String, into outcomes: inout [SelfCheckOutcome]
+    ) -> [SimulationRunResult]? {
+        do {
+            return try driver.run(trace) { _ in }
+        } catch {
+            outcomes.append(SelfCheckOutcome(name: name, passed: false, detail: "\(error)"))
+            return nil
+        }
+    }
+
     /// The real `MemoryStore` against the simulators, on three synthetic traces at 1 % and 10 %, by
     /// count and by bytes: its LRU must hit exactly as often as the LRU simulator, and its adaptive
     /// policy within half a point of `s3-fifo-adaptive` (the same algorithm; the store keeps the
@@ -227,11 +235,7 @@ extension SelfCheck {
                 driver.policies = [.adaptiveS3FIFO]
                 driver.unit = unit
                 driver.parameters = parameters
-                let results: [SimulationRunResult]
-                do {
-                    results = try driver.run(trace) { _ in }
-                } catch {
-                    outcomes.append(SelfCheckOutcome(name: "\(trace.name) \(unit.rawValue): replay", passed: false, detail: "\(error)"))
+                guard let results = run(driver, on: trace, named: "\(trace.name) \(unit.rawValue): replay", into: &outcomes) else {
                     continue
                 }
                 let store = StoreReplay.Kind.of(.memory, unit: unit)

@@ -47,10 +47,11 @@ enum StoreReplay {
         _ trace: SimulationTrace, kind: Kind, capacity: Int, unit: CapacityUnit, policy: EvictionPolicy
     ) throws -> SimulationCounts {
         switch kind {
-        case .memory:
-            return replay(trace, through: MemoryStore<Int32, Int>(countLimit: capacity, evictionPolicy: policy))
-        case .memoryCost:
-            return replay(trace, through: MemoryStore<Int32, Int>(costLimit: capacity, evictionPolicy: policy, cost: { $0 }))
+        case .memory, .memoryCost:
+            let store = kind == .memory
+                ? MemoryStore<Int32, Int>(countLimit: capacity, evictionPolicy: policy)
+                : MemoryStore<Int32, Int>(costLimit: capacity, evictionPolicy: policy, cost: { $0 })
+            return countHits(trace, read: { store.value(forKey: $0) != nil }, write: { store.setValue($1, forKey: $0) })
         case .file:
             let folder = try TemporaryDirectory(prefix: "hit-ratio")
             // By bytes, the capacity leaves some room for the store's marker and journal (which
@@ -62,22 +63,13 @@ enum StoreReplay {
             )
             let store = try FileStore(directory: folder.path, configuration: configuration)
             store.waitUntilIndexed()
-            var counts = SimulationCounts()
-            let sizes = trace.sizes
-            for index in 0..<trace.requestCount {
-                let key = String(trace.keys[index])
-                let size = sizes?[index] ?? 0
-                let hit = try store.value(forKey: key) != nil
-                if !hit {
-                    do {
-                        try store.setValue(Data(count: max(1, size)), forKey: key)
-                    } catch let error as StoreError where error.code == .valueTooLarge {
-                        // Larger than the whole capacity: not kept, as the simulators bypass it.
-                    }
+            return try countHits(trace, read: { try store.value(forKey: String($0)) != nil }) { key, size in
+                do {
+                    try store.setValue(Data(count: size), forKey: String(key))
+                } catch let error as StoreError where error.code == .valueTooLarge {
+                    // Larger than the whole capacity: not kept, as the simulators bypass it.
                 }
-                counts.record(hit: hit, size: size)
             }
-            return counts
         }
     }
 
@@ -85,14 +77,18 @@ enum StoreReplay {
     /// two blocks kept free for the journal (64 KiB is ample for a replay's journal).
     static let fileStoreOverhead = 64 << 10
 
-    private static func replay(_ trace: SimulationTrace, through store: MemoryStore<Int32, Int>) -> SimulationCounts {
+    /// The replay loop: `read` says whether a request's key hits; after a miss, `write` stores the
+    /// key with its size (at least 1).
+    private static func countHits(
+        _ trace: SimulationTrace, read: (Int32) throws -> Bool, write: (Int32, Int) throws -> Void
+    ) rethrows -> SimulationCounts {
         var counts = SimulationCounts()
         let sizes = trace.sizes
         for index in 0..<trace.requestCount {
             let key = trace.keys[index]
             let size = sizes?[index] ?? 0
-            let hit = store.value(forKey: key) != nil
-            if !hit { store.setValue(max(1, size), forKey: key) }
+            let hit = try read(key)
+            if !hit { try write(key, max(1, size)) }
             counts.record(hit: hit, size: size)
         }
         return counts
