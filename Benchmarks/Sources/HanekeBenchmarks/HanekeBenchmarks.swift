@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HanekeProtocols
 
 /// Runs every benchmark, prints one table, and writes the same figures as JSON.
 @main
@@ -23,7 +24,10 @@ struct HanekeBenchmarks: AsyncParsableCommand {
 
     func run() async throws {
         if hitRatio.requested {
-            guard try hitRatio.command().run() else { throw ExitCode.failure }
+            // Off the cooperative pool: it reads and writes trace files, and `--stores file` drives
+            // a FileStore's synchronous API.
+            let command = try hitRatio.command()
+            guard try await IOExecutor.shared.run({ try command.run() }) else { throw ExitCode.failure }
             return
         }
         let scale = Scale(smoke: smoke)
