@@ -5,9 +5,9 @@ extension SQLiteStore {
     public struct Configuration: Sendable {
         /// The most bytes the store's files may take on disk — what `du` counts: the database's
         /// pages in use, plus room kept for its write-ahead log and the log's index (a sixteenth of
-        /// the capacity, at most 4 MiB, and 32 KiB). Entries are evicted to stay within it, least
-        /// recently used first as far as a random sample shows (the oldest quarter of a sample of
-        /// four times the rows to delete; exact order in a store of at most 64 rows). Freed pages
+        /// the capacity, at most 4 MiB, and 32 KiB). Entries are evicted to stay within it in the
+        /// order of ``evictionPolicy`` as far as a random sample shows (the oldest quarter of a
+        /// sample of four times the rows to delete; exact order in a store of at most 64 rows). Freed pages
         /// are reused, and returned to the file system when the database is larger than the
         /// capacity allows. A single entry that would take more is refused with `valueTooLarge`.
         /// `100 MiB` by default; `nil` for no limit.
@@ -44,6 +44,13 @@ extension SQLiteStore {
         /// (python-diskcache's default); the memory is taken as pages are read, so a smaller
         /// database takes less.
         public var pageCacheSize: Int
+        /// Which entries eviction gives up first: `.leastRecentlyUsed` (the default) or `.adaptive`,
+        /// which keeps entries read more than once against a scan of new ones. Each row keeps its
+        /// queue and read counter, so what the policy learned survives a restart; the ghost of
+        /// recently evicted keys, and the small queue's share it has learned, start again at each
+        /// opening. Processes sharing the database may use different policies: every store keeps
+        /// both policies' state up to date.
+        public var evictionPolicy: EvictionPolicy
 
         /// Creates a configuration.
         /// - Parameters:
@@ -59,6 +66,7 @@ extension SQLiteStore {
         ///   - busyTimeout: How long an operation waits for another connection's lock; `5 seconds`
         ///     by default.
         ///   - pageCacheSize: The most memory SQLite's page cache may hold; `32 MiB` by default.
+        ///   - evictionPolicy: Which entries go first; `.leastRecentlyUsed` by default.
         public init(
             capacity: Int? = 100 << 20,
             timeToLive: Duration? = nil,
@@ -68,7 +76,8 @@ extension SQLiteStore {
             recencyFlushInterval: Duration = .seconds(1),
             exclusiveAccess: Bool = false,
             busyTimeout: Duration = .seconds(5),
-            pageCacheSize: Int = 32 << 20
+            pageCacheSize: Int = 32 << 20,
+            evictionPolicy: EvictionPolicy = .leastRecentlyUsed
         ) {
             self.capacity = capacity
             self.timeToLive = timeToLive
@@ -79,6 +88,7 @@ extension SQLiteStore {
             self.exclusiveAccess = exclusiveAccess
             self.busyTimeout = busyTimeout
             self.pageCacheSize = pageCacheSize
+            self.evictionPolicy = evictionPolicy
         }
     }
 }

@@ -36,10 +36,12 @@ import StoreFolders
 ///   of 0.3.0 (format version 1) is upgraded when a store opens it.
 /// - Writes are transactions in SQLite's write-ahead log: a process killed at any point leaves the
 ///   database as it was after its last completed write (`durableWrites` for power loss).
-/// - Eviction is least recently used as far as a random sample shows: it deletes the oldest quarter
-///   of a sample of rows, so no index of uses is updated on every write. Uses are kept in memory
-///   and written in one transaction per ``Configuration/recencyFlushInterval``, never one write per
-///   read.
+/// - Eviction follows ``Configuration/evictionPolicy`` as far as a random sample shows: it takes
+///   its victims from the oldest quarter of a sample of rows (the least recently used, or the
+///   oldest of each adaptive queue), so no index of uses is updated on every write. Uses are kept
+///   in memory and written in one transaction per ``Configuration/recencyFlushInterval``, never
+///   one write per read. Each row keeps the adaptive policy's queue and read counter, so what it
+///   learned survives a restart.
 /// - Any number of processes (a server's workers) may use one folder at once, and the capacity
 ///   holds for the folder as a whole: each counts the database's pages, which they share, plus the
 ///   room kept for SQLite's log. Each write is a transaction under SQLite's lock (a writer waits
@@ -85,17 +87,35 @@ public final class SQLiteStore: Store {
 
     struct State: Sendable {
         var database: Database
-        /// Uses not yet written: when each row was last read, by id.
-        var uses: [Int64: Int64] = [:]
+        /// Uses not yet written: when each row was last read, and how many times, by id.
+        var uses: [Int64: Database.Use] = [:]
         var flushScheduled = false
         /// Where eviction windows start: the same sequence in every run (ids are hashes already,
         /// so any fixed sequence of starts samples rows at random).
         var evictionStarts = SeededRandomNumberGenerator(seed: 16)
+        /// The adaptive policy's small-queue share and ghost; `nil` under LRU or without a capacity.
+        var balance: SmallQueueBalance?
+        /// The queue time last given to a row.
+        var lastQueued: Int64 = 0
 
         /// Writes the uses kept in memory to the database and forgets them.
         mutating func writeUses() throws {
             try database.touch(uses)
             uses = [:]
+        }
+
+        /// Keeps a read of the row `id` at `time` (milliseconds) until the uses are written.
+        mutating func recordUse(_ id: Int64, at time: Int64) {
+            uses[id, default: Database.Use(time: time, reads: 0)].record(at: time)
+        }
+
+        /// The queue time of a row entering a queue at `now` (milliseconds): `now` × 1,024, or one
+        /// past the last time given when that is later, so that rows entering in the same
+        /// millisecond keep their order.
+        mutating func nextQueued(at now: Int64) -> Int64 {
+            let scaled = now.multipliedReportingOverflow(by: 1_024)
+            lastQueued = max(lastQueued == .max ? .max : lastQueued + 1, scaled.overflow ? (now < 0 ? .min : .max) : scaled.partialValue)
+            return lastQueued
         }
     }
 
@@ -132,7 +152,11 @@ public final class SQLiteStore: Store {
         logPages = configuration.capacity.map { min(1_000, max(8, $0 / Self.pageSize / 16)) } ?? 1_000
         reserve = (2 * logPages + 8) * Self.pageSize + 32_768
         let database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
-        state = Locked(State(database: database))
+        var state = State(database: database)
+        if configuration.evictionPolicy == .adaptive, let capacity = configuration.capacity {
+            state.balance = SmallQueueBalance(countLimit: nil, costLimit: capacity)
+        }
+        self.state = Locked(state)
     }
 
     /// Opens a store in `directory` with a capacity in bytes.
@@ -193,8 +217,9 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Stores `value` for `key`, replacing any previous value, and evicts entries (least recently
-    /// used first, as far as a sample shows) when the files would take more than the capacity.
+    /// Stores `value` for `key`, replacing any previous value, and evicts entries (in the order of
+    /// ``Configuration/evictionPolicy``, as far as a sample shows) when the files would take more
+    /// than the capacity.
     /// - Parameters:
     ///   - value: The bytes to store.
     ///   - key: The key.
@@ -274,7 +299,7 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Evicts entries, least recently used first as far as a sample shows, until the pages in use
+    /// Evicts entries in the order of ``Configuration/evictionPolicy`` as far as a sample shows, until the pages in use
     /// (and the room kept for the log) take at most `size` bytes, and returns freed pages to the
     /// file system.
     /// - Parameter size: The most bytes to keep.
@@ -435,7 +460,7 @@ public final class SQLiteStore: Store {
                     return .damaged
                 }
                 if withValue {
-                    state.uses[id] = now
+                    state.recordUse(id, at: now)
                     scheduleFlush(&state)
                 }
                 return .hit(row)
@@ -510,8 +535,12 @@ public final class SQLiteStore: Store {
                     try metadata.withUnsafeBytes { metadata in
                         let sum = checksum(id: id, value: bytes)
                         try state.withLock { state in
+                            let (mark, queued) = admission(&state, id: id, size: key.count + bytes.count + metadata.count, at: now)
                             try change(&state) {
-                                try $0.upsert(id: id, checksum: sum, created: created, expires: expires, used: now, key: key, value: bytes, metadata: metadata)
+                                try $0.upsert(
+                                    id: id, checksum: sum, created: created, expires: expires, used: now, key: key, value: bytes, metadata: metadata,
+                                    mark: mark, queued: queued
+                                )
                             }
                             state.uses[id] = nil
                             if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
@@ -567,6 +596,7 @@ public final class SQLiteStore: Store {
                 try entry.attributes.metadata.withUnsafeBytes { metadata in
                     let sum = checksum(id: id, value: bytes)
                     return try state.withLock { state -> Addition in
+                        let (mark, queued) = admission(&state, id: id, size: key.count + bytes.count + metadata.count, at: now)
                         let addition = try change(&state) { database in
                             try database.transaction { () -> Addition in
                                 var damaged = false
@@ -579,7 +609,10 @@ public final class SQLiteStore: Store {
                                     // Expired already: the key is left without a row, as after a write and a read.
                                     _ = try database.delete(id: id, key: key)
                                 case .store(let created, let expires):
-                                    try database.upsert(id: id, checksum: sum, created: created, expires: expires, used: now, key: key, value: bytes, metadata: metadata)
+                                    try database.upsert(
+                                        id: id, checksum: sum, created: created, expires: expires, used: now, key: key, value: bytes,
+                                        metadata: metadata, mark: mark, queued: queued
+                                    )
                                 }
                                 return damaged ? .insertedOverDamage : .inserted
                             }
@@ -589,7 +622,7 @@ public final class SQLiteStore: Store {
                             state.uses[id] = nil
                             if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
                         case .existing:
-                            state.uses[id] = now
+                            state.recordUse(id, at: now)
                             scheduleFlush(&state)
                         }
                         return addition
@@ -629,17 +662,31 @@ public final class SQLiteStore: Store {
     static let evictionOversampling = 4
     /// The most rows one round samples (a trim to a small size deletes in several rounds).
     static let evictionSampleLimit = 4_096
+    /// A row's mark in the small queue, unread (the policy's columns: see `Database.policyColumns`).
+    static let smallQueueMark: UInt8 = 0x80
+    /// The read counter's bits in a mark.
+    static let counterMask: UInt8 = 0x03
 
-    /// Deletes rows, least recently used first as far as a sample shows, until the pages in use
-    /// and the log's room fit `size`, and returns free pages to the file system when the file
-    /// alone is over it.
+    /// The mark and queue time of a row written at `now` whose key, value and metadata take
+    /// `size` bytes: under the adaptive policy, the main queue for a key the ghost says proved
+    /// itself, the small queue otherwise; under LRU, always the small queue (so that a store opened
+    /// later with the adaptive policy finds every row in a queue).
+    private func admission(_ state: inout State, id: Int64, size: Int, at now: Int64) -> (mark: UInt8, queued: Int64) {
+        let toMain = state.balance?.admitsToMain(hash: Int(truncatingIfNeeded: id), cost: Self.pagesBytes(ofRow: size), count: 0, totalCost: 0) ?? false
+        return (toMain ? 0 : Self.smallQueueMark, state.nextQueued(at: now))
+    }
+
+    /// Deletes rows in the order of the configuration's eviction policy, as far as a sample shows,
+    /// until the pages in use and the log's room fit `size`, and returns free pages to the file
+    /// system when the file alone is over it.
     ///
-    /// There is no index of uses (keeping one up to date cost about 3 µs of every write). Each
-    /// round samples ``evictionOversampling`` times the rows it needs to delete — windows of
-    /// ``evictionWindow`` rows in id order from pseudo-random ids, and ids are hashes, so the
-    /// sample is random — and deletes the least recently used quarter of the sample: rows from
-    /// about the oldest quarter of the store. A store of no more rows than a window evicts in
-    /// exact least-recently-used order.
+    /// There is no index of uses or queues (keeping one up to date cost about 3 µs of every
+    /// write). Each round samples ``evictionOversampling`` times the rows it needs to delete —
+    /// windows of ``evictionWindow`` rows in id order from pseudo-random ids, and ids are hashes,
+    /// so the sample is random — and takes its victims from the oldest quarter of the sample:
+    /// under LRU the least recently used rows, under the adaptive policy the oldest rows of each
+    /// queue (see ``evictAdaptively(_:from:toFree:size:used:)``). A store of no more rows than a
+    /// window evicts in exact order.
     private func evict(_ state: inout State, toFit size: Int) throws {
         var pages = try state.database.pages()
         var used = (pages.total - pages.free) * Self.pageSize + reserve
@@ -654,22 +701,24 @@ public final class SQLiteStore: Store {
             // the room kept for it.
             let rowsPerTransaction = state.database.rowsPerTransaction
             while excess > 0 {
-                let deleted = try state.database.transaction { () -> Int in
+                let (deleted, changed) = try state.database.transaction { () -> (deleted: Int, changed: Int) in
                     var deleted = 0
-                    while excess > 0, deleted < rowsPerTransaction {
+                    var changed = 0
+                    while excess > 0, changed < rowsPerTransaction {
                         let sample = try evictionSample(&state, forBytes: excess)
                         if sample.isEmpty { break }
-                        let count = min(max(1, sample.count / Self.evictionOversampling), rowsPerTransaction - deleted)
-                        for (id, row) in sample.sorted(by: { $0.value.used < $1.value.used }).prefix(count) where excess > 0 {
-                            try state.database.delete(id: id)
-                            excess -= Self.pagesBytes(ofRow: row.size)
-                            deleted += 1
-                        }
+                        let budget = rowsPerTransaction - changed
+                        let round = state.balance == nil
+                            ? try evictLeastRecentlyUsed(&state, from: sample, toFree: &excess, budget: budget)
+                            : try evictAdaptively(&state, from: sample, toFree: &excess, budget: budget, size: size, used: used)
+                        deleted += round.deleted
+                        changed += round.deleted + round.moved
+                        if round.deleted + round.moved == 0 { break }
                     }
-                    return deleted
+                    return (deleted, changed)
                 }
                 evicted += deleted
-                if deleted == 0 { break }
+                if changed == 0 { break }
             }
             counter.recordEvictions(evicted)
             pages = try state.database.pages()
@@ -680,28 +729,96 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// What one round of eviction did: the rows it deleted, and the rows it moved between queues.
+    private typealias EvictionRound = (deleted: Int, moved: Int)
+
+    /// Deletes the least recently used quarter of `sample` (at most `budget` rows), until
+    /// `excess` bytes are freed.
+    private func evictLeastRecentlyUsed(
+        _ state: inout State, from sample: [Database.SampledRow], toFree excess: inout Int, budget: Int
+    ) throws -> EvictionRound {
+        let count = min(max(1, sample.count / Self.evictionOversampling), budget)
+        var deleted = 0
+        for row in sample.sorted(by: { ($0.used, $0.id) < ($1.used, $1.id) }).prefix(count) where excess > 0 {
+            try state.database.delete(id: row.id)
+            excess -= Self.pagesBytes(ofRow: row.size)
+            deleted += 1
+        }
+        return (deleted, 0)
+    }
+
+    /// The adaptive policy's round (S3-FIFO with a ghost-balanced small queue, as `MemoryStore`
+    /// keeps it, over a sample): the oldest quarter of the sample's rows of each queue, oldest
+    /// first. While the small queue holds at least its share of the capacity (estimated from the
+    /// sample's share of bytes in it), its rows go first: one read while in it moves to the main
+    /// queue, one unread is deleted and remembered in the ghost; otherwise the main queue's rows
+    /// go round again with their counter decremented, or are deleted at zero. Moves are written
+    /// to the row, so a restart finds the queues as they were.
+    private func evictAdaptively(
+        _ state: inout State, from sample: [Database.SampledRow], toFree excess: inout Int, budget: Int, size: Int, used: Int
+    ) throws -> EvictionRound {
+        guard var balance = state.balance else { return (0, 0) }
+        defer { state.balance = balance }
+        func oldestQuarter(_ rows: [Database.SampledRow]) -> ArraySlice<Database.SampledRow> {
+            rows.sorted { ($0.queued, $0.id) < ($1.queued, $1.id) }.prefix(max(1, rows.count / Self.evictionOversampling))
+        }
+        let sampledBytes = sample.reduce(0) { $0 + Self.pagesBytes(ofRow: $1.size) }
+        let small = oldestQuarter(sample.filter { $0.mark & Self.smallQueueMark != 0 })
+        let main = oldestQuarter(sample.filter { $0.mark & Self.smallQueueMark == 0 })
+        let sampledSmallBytes = sample.reduce(0) { $0 + ($1.mark & Self.smallQueueMark != 0 ? Self.pagesBytes(ofRow: $1.size) : 0) }
+        var smallBytes = Int(Double(used) * Double(sampledSmallBytes) / Double(max(1, sampledBytes)))
+        let rowsLeft = used / max(1, sampledBytes / sample.count)
+        var (nextSmall, nextMain) = (small.startIndex, main.startIndex)
+        var round: EvictionRound = (0, 0)
+        while excess > 0, round.deleted + round.moved < budget, nextSmall < small.endIndex || nextMain < main.endIndex {
+            let fromSmall = nextSmall < small.endIndex && (smallBytes >= balance.smallTarget(of: size) || nextMain == main.endIndex)
+            let row: Database.SampledRow
+            if fromSmall {
+                row = small[nextSmall]
+                nextSmall += 1
+            } else {
+                row = main[nextMain]
+                nextMain += 1
+            }
+            let bytes = Self.pagesBytes(ofRow: row.size)
+            let counter = row.mark & Self.counterMask
+            if fromSmall { smallBytes -= bytes }
+            if counter > 0 {
+                // Promoted with its counter, or once round the main queue with one less.
+                try state.database.requeue(id: row.id, mark: fromSmall ? counter : counter - 1, queued: state.nextQueued(at: now()))
+                round.moved += 1
+            } else {
+                try state.database.delete(id: row.id)
+                balance.recordEviction(hash: Int(truncatingIfNeeded: row.id), cost: bytes, fromMain: !fromSmall, liveCount: rowsLeft)
+                excess -= bytes
+                round.deleted += 1
+            }
+        }
+        return round
+    }
+
     /// The bytes of pages a row of `size` key and value bytes takes: its bytes and about 1 % of
     /// them for the B-tree around them.
     private static func pagesBytes(ofRow size: Int) -> Int { size + size / 100 + 16 }
 
-    /// Rows sampled at random for eviction (their last uses and sizes, by id): enough windows to
-    /// hold ``evictionOversampling`` times the rows that free `bytes` (at most
-    /// ``evictionSampleLimit``), or the whole table when it is that small.
-    private func evictionSample(_ state: inout State, forBytes bytes: Int) throws -> [Int64: (used: Int64, size: Int)] {
-        var sample: [Int64: (used: Int64, size: Int)] = [:]
+    /// Rows sampled at random for eviction: enough windows to hold ``evictionOversampling`` times
+    /// the rows that free `bytes` (at most ``evictionSampleLimit``), or the whole table when it
+    /// is that small.
+    private func evictionSample(_ state: inout State, forBytes bytes: Int) throws -> [Database.SampledRow] {
+        var sample: [Int64: Database.SampledRow] = [:]
         var wanted = 1
         var sampledBytes = 0
         while sample.count < wanted {
             let before = sample.count
             for row in try state.database.window(from: Int64(bitPattern: state.evictionStarts.next()), limit: Self.evictionWindow)
-            where sample.updateValue((row.used, row.size), forKey: row.id) == nil {
+            where sample.updateValue(row, forKey: row.id) == nil {
                 sampledBytes += Self.pagesBytes(ofRow: row.size)
             }
             // A window that adds nothing has gone round a table no larger than the sample.
             guard sample.count > before else { break }
             wanted = min(Self.evictionSampleLimit, Self.evictionOversampling * (bytes / max(1, sampledBytes / sample.count) + 1))
         }
-        return sample
+        return Array(sample.values)
     }
 
     /// Writes the uses within the flush interval, once per interval.

@@ -47,6 +47,29 @@ final class Database: @unchecked Sendable {
         }
     }
 
+    /// Reads of a row not yet written: the last one's time, and how many (at most 3 count).
+    struct Use: Sendable, Equatable {
+        var time: Int64
+        var reads: UInt8
+
+        /// Counts one more read, at `time`.
+        mutating func record(at time: Int64) {
+            self.time = max(self.time, time)
+            reads = min(3, reads + 1)
+        }
+    }
+
+    /// A row as eviction samples it.
+    struct SampledRow: Sendable {
+        var id: Int64
+        var used: Int64
+        /// The bytes of its key, value and metadata.
+        var size: Int
+        /// Its queue and read counter (see ``policyColumns``).
+        var mark: UInt8
+        var queued: Int64
+    }
+
     /// What a read found under an id.
     enum Lookup {
         case missing
@@ -93,9 +116,17 @@ final class Database: @unchecked Sendable {
     enum Statement: String, CaseIterable {
         case select = "SELECT id, checksum, created, expires, used, key, value, metadata_checksum, metadata FROM entries WHERE id = ?1"
         case selectHeader = "SELECT id, checksum, created, expires, used, key, length(value), metadata_checksum, metadata FROM entries WHERE id = ?1"
+        /// Writes a row. A row of another key under the id is replaced (the new one takes the mark
+        /// and queue time `?10`, `?11`); a row of the same key keeps its queue and time, and the
+        /// rewrite counts as a read (the adaptive policy's counter goes up, saturating at 3).
         case upsert = """
-            INSERT OR REPLACE INTO entries(id, checksum, created, expires, used, key, value, metadata_checksum, metadata)
-            VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            INSERT INTO entries(id, checksum, created, expires, used, key, value, metadata_checksum, metadata, mark, queued)
+            VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            ON CONFLICT(id) DO UPDATE SET
+                checksum = excluded.checksum, created = excluded.created, expires = excluded.expires, used = excluded.used,
+                key = excluded.key, value = excluded.value, metadata_checksum = excluded.metadata_checksum, metadata = excluded.metadata,
+                mark = CASE WHEN key = excluded.key THEN (mark & 128) | min(3, (mark & 3) + 1) ELSE excluded.mark END,
+                queued = CASE WHEN key = excluded.key THEN queued ELSE excluded.queued END
             """
         /// Replaces a row's attributes, keeping its value, when it holds the key and has not
         /// expired at `?5` (now).
@@ -105,9 +136,13 @@ final class Database: @unchecked Sendable {
             """
         case delete = "DELETE FROM entries WHERE id = ?1"
         case deleteKey = "DELETE FROM entries WHERE id = ?1 AND key = ?2"
-        case touch = "UPDATE entries SET used = ?2 WHERE id = ?1 AND used < ?2"
-        case window = "SELECT id, used, length(key) + length(value) + ifnull(length(metadata), 0) FROM entries WHERE id >= ?1 ORDER BY id LIMIT ?2"
-        case windowWrapped = "SELECT id, used, length(key) + length(value) + ifnull(length(metadata), 0) FROM entries WHERE id < ?1 ORDER BY id LIMIT ?2"
+        /// Records reads of a row: its last use `?2` (when later), and `?3` reads added to its counter
+        /// (saturating at 3), its queue kept.
+        case touch = "UPDATE entries SET used = max(used, ?2), mark = (mark & 128) | min(3, (mark & 3) + ?3) WHERE id = ?1"
+        /// Moves a row to the queue and counter of mark `?2`, queued at `?3`.
+        case requeue = "UPDATE entries SET mark = ?2, queued = ?3 WHERE id = ?1"
+        case window = "SELECT id, used, length(key) + length(value) + ifnull(length(metadata), 0), mark, queued FROM entries WHERE id >= ?1 ORDER BY id LIMIT ?2"
+        case windowWrapped = "SELECT id, used, length(key) + length(value) + ifnull(length(metadata), 0), mark, queued FROM entries WHERE id < ?1 ORDER BY id LIMIT ?2"
         case pageCount = "PRAGMA page_count"
         case freelistCount = "PRAGMA freelist_count"
         case count = "SELECT count(*) FROM entries"
@@ -115,7 +150,10 @@ final class Database: @unchecked Sendable {
         case allWithValues = "SELECT id, checksum, created, expires, used, key, value, metadata_checksum, metadata FROM entries ORDER BY used DESC"
 
         /// The statements that write.
-        static let writes: Set<Statement> = [.upsert, .updateAttributes, .delete, .deleteKey, .touch]
+        static let writes: Set<Statement> = [.upsert, .updateAttributes, .delete, .deleteKey, .touch, .requeue]
+        /// The statements that name the eviction policy's columns, which a store's connection adds
+        /// to a database without them: prepared only where the table has them.
+        static let policy: Set<Statement> = [.upsert, .touch, .requeue, .window, .windowWrapped]
 
         /// The statement's SQL for a table with or without the metadata columns: without them,
         /// every row reads as having none (and the statements that write them are not prepared).
@@ -190,6 +228,7 @@ final class Database: @unchecked Sendable {
                         CREATE TABLE entries(
                             id INTEGER PRIMARY KEY, checksum INTEGER NOT NULL, created INTEGER NOT NULL,
                             expires INTEGER, used INTEGER NOT NULL, metadata_checksum INTEGER, metadata BLOB,
+                            \(Self.policyColumns.joined(separator: ", ")),
                             key BLOB NOT NULL, value BLOB NOT NULL);
                         PRAGMA application_id = \(Self.applicationID);
                         PRAGMA user_version = \(Self.formatVersion);
@@ -233,9 +272,12 @@ final class Database: @unchecked Sendable {
                 // Databases written before eviction sampled rows kept an index of uses, which
                 // every write updated; nothing reads it now.
                 try execute("DROP INDEX IF EXISTS entries_by_use")
+                if hasMetadata, upgrade { try addPolicyColumns() }
             }
+            let hasPolicyColumns = try integer(Self.policyColumnCount) == 2
             for statement in Statement.allCases
-            where !(readOnly && Statement.writes.contains(statement)) && (hasMetadata || ![.upsert, .updateAttributes].contains(statement)) {
+            where !(readOnly && Statement.writes.contains(statement)) && (hasMetadata || ![.upsert, .updateAttributes].contains(statement))
+                && (hasPolicyColumns || !Statement.policy.contains(statement)) {
                 var prepared: OpaquePointer?
                 let rc = sqlite3_prepare_v3(handle, statement.sql(hasMetadata: hasMetadata), -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
                 guard rc == SQLITE_OK, let prepared else { throw failure(rc, "Could not prepare a statement on \(path)") }
@@ -262,6 +304,28 @@ final class Database: @unchecked Sendable {
                 ALTER TABLE entries ADD COLUMN metadata BLOB;
                 PRAGMA user_version = \(Self.formatVersion);
                 """)
+        }
+    }
+
+    /// The columns of the eviction policy's state, in each row: its queue and read counter
+    /// (`mark`: 128 for the small queue, plus the counter, 0 to 3), and when it entered its queue
+    /// (`queued`, in the store's queue time: milliseconds × 1,024 plus a sequence). A row that a
+    /// version without them wrote (they add nothing to the format version, so such a version
+    /// still opens and writes the database) reads as in the small queue, unread, queued first.
+    static let policyColumns = ["mark INTEGER NOT NULL DEFAULT 128", "queued INTEGER NOT NULL DEFAULT 0"]
+    /// How many of the policy's columns the table has (2, or 0 before they were added).
+    static let policyColumnCount = "SELECT count(*) FROM pragma_table_info('entries') WHERE name IN ('mark', 'queued')"
+
+    /// Adds the eviction policy's columns to a table without them (made by an earlier version), in
+    /// a transaction under the write lock: whichever process opening the database takes the lock
+    /// first adds them, and the others find them there. `ALTER TABLE … ADD COLUMN` with a constant
+    /// default rewrites no row. They come after the value there: reading them for a large value
+    /// walks its overflow pages.
+    private func addPolicyColumns() throws {
+        guard try integer(Self.policyColumnCount) != 2 else { return }
+        try transaction {
+            guard try integer(Self.policyColumnCount) == 0 else { return }
+            try execute(Self.policyColumns.map { "ALTER TABLE entries ADD COLUMN \($0);" }.joined(separator: "\n"))
         }
     }
 
@@ -372,9 +436,12 @@ final class Database: @unchecked Sendable {
     }
 
     /// Writes a row, replacing any row under its id; `metadata` empty for none (`NULL`).
+    /// A new row (one whose id held no row of its key) takes `mark` and `queued`; a rewrite keeps
+    /// the row's queue and counts as a read.
     func upsert(
         id: Int64, checksum: UInt64, created: Int64, expires: Int64?, used: Int64,
-        key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer
+        key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer,
+        mark: UInt8, queued: Int64
     ) throws {
         let statement = try use(.upsert)
         defer {
@@ -390,6 +457,8 @@ final class Database: @unchecked Sendable {
         sqlite3_bind_blob(statement, 6, key.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(key.count), nil)
         sqlite3_bind_blob(statement, 7, value.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(value.count), nil)
         bindMetadata(metadata, id: id, to: statement, at: 8)
+        sqlite3_bind_int64(statement, 10, Int64(mark))
+        sqlite3_bind_int64(statement, 11, queued)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE else { throw failure(rc, "Could not write to \(path)") }
         checkpointIfDue()
@@ -458,8 +527,8 @@ final class Database: @unchecked Sendable {
         return sqlite3_changes(handle) > 0
     }
 
-    /// Records when rows were last used.
-    func touch(_ uses: [Int64: Int64]) throws {
+    /// Records reads of rows: when each was last read, and how many reads to add to its counter.
+    func touch(_ uses: [Int64: Use]) throws {
         guard !uses.isEmpty else { return }
         // In transactions of ``rowsPerTransaction`` rows (each on a page of its own, as likely as
         // not): a second of reads in one transaction could fill the log's room by itself.
@@ -467,9 +536,10 @@ final class Database: @unchecked Sendable {
         for start in stride(from: 0, to: uses.count, by: rowsPerTransaction) {
             try transaction {
                 let statement = try use(.touch)
-                for (id, time) in uses[start..<min(uses.count, start + rowsPerTransaction)] {
+                for (id, use) in uses[start..<min(uses.count, start + rowsPerTransaction)] {
                     sqlite3_bind_int64(statement, 1, id)
-                    sqlite3_bind_int64(statement, 2, time)
+                    sqlite3_bind_int64(statement, 2, use.time)
+                    sqlite3_bind_int64(statement, 3, Int64(use.reads))
                     let rc = sqlite3_step(statement)
                     sqlite3_reset(statement)
                     guard rc == SQLITE_DONE else { throw failure(rc, "Could not record uses in \(path)") }
@@ -478,11 +548,23 @@ final class Database: @unchecked Sendable {
         }
     }
 
+    /// Moves the row under `id` to the queue and counter `mark` names, queued at `queued`.
+    func requeue(id: Int64, mark: UInt8, queued: Int64) throws {
+        let statement = try use(.requeue)
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, id)
+        sqlite3_bind_int64(statement, 2, Int64(mark))
+        sqlite3_bind_int64(statement, 3, queued)
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE else { throw failure(rc, "Could not write to \(path)") }
+        checkpointIfDue()
+    }
+
     /// Up to `limit` rows in id order from `start`, going on from the lowest id when the table
-    /// ends first: their ids, last uses and key-plus-value sizes. Ids are hashes, so the rows
-    /// after a random id are a random sample.
-    func window(from start: Int64, limit: Int) throws -> [(id: Int64, used: Int64, size: Int)] {
-        var rows: [(id: Int64, used: Int64, size: Int)] = []
+    /// ends first: their ids, last uses, key-plus-value sizes and policy marks. Ids are hashes, so
+    /// the rows after a random id are a random sample.
+    func window(from start: Int64, limit: Int) throws -> [SampledRow] {
+        var rows: [SampledRow] = []
         rows.reserveCapacity(limit)
         for statement in [Statement.window, .windowWrapped] where rows.count < limit {
             let prepared = try use(statement)
@@ -493,7 +575,10 @@ final class Database: @unchecked Sendable {
                 let rc = sqlite3_step(prepared)
                 if rc == SQLITE_DONE { break }
                 guard rc == SQLITE_ROW else { throw failure(rc, "Could not list \(path)") }
-                rows.append((sqlite3_column_int64(prepared, 0), sqlite3_column_int64(prepared, 1), Int(sqlite3_column_int64(prepared, 2))))
+                rows.append(SampledRow(
+                    id: sqlite3_column_int64(prepared, 0), used: sqlite3_column_int64(prepared, 1), size: Int(sqlite3_column_int64(prepared, 2)),
+                    mark: UInt8(truncatingIfNeeded: sqlite3_column_int64(prepared, 3)), queued: sqlite3_column_int64(prepared, 4)
+                ))
             }
         }
         return rows
@@ -596,8 +681,9 @@ final class Database: @unchecked Sendable {
     /// Runs `sql`, whatever rows it returns (tests).
     func run(_ sql: String) throws { try rows(sql) { _ in } }
 
-    /// The first column of the last row `sql` returns, as text; `nil` when it returns none.
-    private func text(_ sql: String) throws -> String? {
+    /// The first column of the last row `sql` returns, as text; `nil` when it returns none (tests
+    /// read the policy's columns with it too).
+    func text(_ sql: String) throws -> String? {
         var result: String?
         try rows(sql) { result = $0 }
         return result
