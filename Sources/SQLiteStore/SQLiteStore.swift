@@ -299,9 +299,9 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Evicts entries in the order of ``Configuration/evictionPolicy`` as far as a sample shows, until the pages in use
-    /// (and the room kept for the log) take at most `size` bytes, and returns freed pages to the
-    /// file system.
+    /// Evicts entries in the order of ``Configuration/evictionPolicy`` as far as a sample shows,
+    /// until the pages in use (and the room kept for the log) take at most `size` bytes, and
+    /// returns freed pages to the file system.
     /// - Parameter size: The most bytes to keep.
     /// - Throws: `StoreError` with code `io` when the database cannot be written.
     public func trim(toSize size: Int) throws {
@@ -542,7 +542,7 @@ public final class SQLiteStore: Store {
                                     mark: mark, queued: queued
                                 )
                             }
-                            state.uses[id] = nil
+                            // Reads not yet written stay: a rewrite keeps the row's place and counter.
                             if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
                         }
                     }
@@ -619,7 +619,6 @@ public final class SQLiteStore: Store {
                         }
                         switch addition {
                         case .inserted, .insertedOverDamage:
-                            state.uses[id] = nil
                             if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
                         case .existing:
                             state.recordUse(id, at: now)
@@ -685,7 +684,7 @@ public final class SQLiteStore: Store {
     /// windows of ``evictionWindow`` rows in id order from pseudo-random ids, and ids are hashes,
     /// so the sample is random — and takes its victims from the oldest quarter of the sample:
     /// under LRU the least recently used rows, under the adaptive policy the oldest rows of each
-    /// queue (see ``evictAdaptively(_:from:toFree:size:used:)``). A store of no more rows than a
+    /// queue (see ``evictAdaptively(_:from:toFree:budget:size:used:)``). A store of no more rows than a
     /// window evicts in exact order.
     private func evict(_ state: inout State, toFit size: Int) throws {
         var pages = try state.database.pages()
@@ -710,7 +709,7 @@ public final class SQLiteStore: Store {
                         let budget = rowsPerTransaction - changed
                         let round = state.balance == nil
                             ? try evictLeastRecentlyUsed(&state, from: sample, toFree: &excess, budget: budget)
-                            : try evictAdaptively(&state, from: sample, toFree: &excess, budget: budget, size: size, used: used)
+                            : try evictAdaptively(&state, from: sample, toFree: &excess, budget: budget, size: size, used: used - reserve)
                         deleted += round.deleted
                         changed += round.deleted + round.moved
                         if round.deleted + round.moved == 0 { break }
@@ -750,7 +749,7 @@ public final class SQLiteStore: Store {
     /// The adaptive policy's round (S3-FIFO with a ghost-balanced small queue, as `MemoryStore`
     /// keeps it, over a sample): the oldest quarter of the sample's rows of each queue, oldest
     /// first. While the small queue holds at least its share of the capacity (estimated from the
-    /// sample's share of bytes in it), its rows go first: one read while in it moves to the main
+    /// sample's share of bytes in it, of the `used` bytes of rows), its rows go first: one read while in it moves to the main
     /// queue, one unread is deleted and remembered in the ghost; otherwise the main queue's rows
     /// go round again with their counter decremented, or are deleted at zero. Moves are written
     /// to the row, so a restart finds the queues as they were.

@@ -97,7 +97,7 @@ struct HitRatioOptions: ParsableArguments {
     @Flag(name: .customLong("hit-ratio-check"), help: "Run the simulators' self-checks (Zipf sampler, LRU against a reference, capacities, Bélády's bound) and stop.")
     var check = false
 
-    @Option(help: "Real stores to replay each trace through besides the simulators (comma-separated: memory, file; or none). memory by default; a FileStore writes a file per miss, so give it a short trace.")
+    @Option(help: "Real stores to replay each trace through besides the simulators (comma-separated: memory, file, sqlite; or none). memory by default; a FileStore writes a file per miss and an SQLiteStore a transaction, so give them a short trace; sqlite needs --bytes.")
     var stores: String?
 
     @Option(name: .customLong("parameter"), help: "Override a policy parameter, NAME=VALUE (repeatable).")

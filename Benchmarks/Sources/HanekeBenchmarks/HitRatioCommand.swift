@@ -85,6 +85,9 @@ struct HitRatioCommand {
             }
         }
         driver.unit = bytes ? .bytes : .objects
+        if driver.stores.contains(.sqlite), driver.unit != .bytes {
+            throw UsageError(description: "--stores sqlite: an SQLiteStore's capacity is bytes on disk; add --bytes")
+        }
         self.withSizes = withSizes || bytes
     }
 

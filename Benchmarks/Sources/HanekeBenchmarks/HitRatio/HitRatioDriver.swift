@@ -87,7 +87,7 @@ struct HitRatioDriver: Sendable {
                 results.append(policyResult)
                 report(policyResult)
             }
-            for kind in stores.map({ StoreReplay.Kind.of($0, unit: unit) }) {
+            for kind in stores.compactMap({ StoreReplay.Kind.of($0, unit: unit) }) {
                 for policy in StoreReplay.policies {
                     let counts = try timed {
                         try StoreReplay.replay(trace, kind: kind, capacity: configuration.capacity, unit: unit, policy: policy)

@@ -238,7 +238,7 @@ extension SelfCheck {
                 guard let results = run(driver, on: trace, named: "\(trace.name) \(unit.rawValue): replay", into: &outcomes) else {
                     continue
                 }
-                let store = StoreReplay.Kind.of(.memory, unit: unit)
+                let store: StoreReplay.Kind = unit == .bytes ? .memoryCost : .memory
                 for fraction in driver.sizeFractions {
                     func ratio(_ policy: String) -> Double {
                         results.first { $0.sizeFraction == fraction && $0.policy == policy }.map { $0.counts.hitRatio * 100 } ?? .nan

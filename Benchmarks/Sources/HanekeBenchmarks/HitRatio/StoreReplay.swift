@@ -3,16 +3,19 @@ import FileStore
 import HanekeProtocols
 import HanekeTesting
 import MemoryStore
+import SQLiteStore
 
 /// Replays a trace through a real store, as an application would use it: a get for every request,
 /// and a set after every miss. The counts are the store's hits, so they show what the shipped
 /// eviction code does (the simulators only show what the algorithm would do).
 enum StoreReplay {
-    /// The stores `--stores` names: `memory` (bounded by count, or by cost with `--bytes`) and
-    /// `file` (a `FileStore` in a temporary folder).
+    /// The stores `--stores` names: `memory` (bounded by count, or by cost with `--bytes`), `file`
+    /// (a `FileStore` in a temporary folder) and `sqlite` (an `SQLiteStore` in a temporary folder,
+    /// with `--bytes` only: its capacity is bytes on disk).
     enum Family: String, CaseIterable, Sendable {
         case memory
         case file
+        case sqlite
     }
 
     /// The real stores the replay drives, by their name in the JSON lines.
@@ -24,12 +27,16 @@ enum StoreReplay {
         /// `FileStore` bounded by count (object capacities) or by the disk space its files take
         /// (byte capacities: each value takes whole blocks, so fewer fit than in memory).
         case file
+        /// `SQLiteStore` bounded by the disk space its database takes (byte capacities only).
+        case sqlite
 
-        /// The store of `family` for a capacity unit.
-        static func of(_ family: Family, unit: CapacityUnit) -> Kind {
+        /// The store of `family` for a capacity unit; `nil` for an `SQLiteStore` by count, which
+        /// it has no limit for.
+        static func of(_ family: Family, unit: CapacityUnit) -> Kind? {
             switch family {
             case .memory: unit == .bytes ? .memoryCost : .memory
             case .file: .file
+            case .sqlite: unit == .bytes ? .sqlite : nil
             }
         }
     }
@@ -64,13 +71,41 @@ enum StoreReplay {
             let store = try FileStore(directory: folder.path, configuration: configuration)
             store.waitUntilIndexed()
             return try countHits(trace, read: { try store.value(forKey: String($0)) != nil }) { key, size in
-                do {
-                    try store.setValue(Data(count: size), forKey: String(key))
-                } catch let error as StoreError where error.code == .valueTooLarge {
-                    // Larger than the whole capacity: not kept, as the simulators bypass it.
-                }
+                try setIfItFits(size, forKey: key) { try store.setValue($0, forKey: $1) }
+            }
+        case .sqlite:
+            let folder = try TemporaryDirectory(prefix: "hit-ratio")
+            let store = try SQLiteStore(
+                directory: folder.path,
+                configuration: SQLiteStore.Configuration(capacity: sqliteCapacity(forEntries: capacity), evictionPolicy: policy)
+            )
+            return try countHits(trace, read: { try store.value(forKey: String($0)) != nil }) { key, size in
+                try setIfItFits(size, forKey: key) { try store.setValue($0, forKey: $1) }
             }
         }
+    }
+
+    /// Stores `size` bytes for `key` through `set`, unless they are larger than the store's whole
+    /// capacity: then nothing is kept, as the simulators bypass such an object.
+    private static func setIfItFits(_ size: Int, forKey key: Int32, _ set: (Data, String) throws -> Void) throws {
+        do {
+            try set(Data(count: size), String(key))
+        } catch let error as StoreError where error.code == .valueTooLarge {
+        }
+    }
+
+    /// The capacity of an `SQLiteStore` whose rows may take `bytes`: that plus the room it keeps
+    /// for its log within its capacity (as its configuration documents it: twice a sixteenth of
+    /// the capacity in pages, from 8 to 1,000 pages, 8 pages more and 32 KiB), found by fixed
+    /// point. Its pages hold rows less densely than bytes count, so it keeps a little less than
+    /// the simulators.
+    static func sqliteCapacity(forEntries bytes: Int) -> Int {
+        var capacity = bytes
+        for _ in 0..<4 {
+            let logPages = min(1_000, max(8, capacity / 4_096 / 16))
+            capacity = bytes + (2 * logPages + 8) * 4_096 + 32_768
+        }
+        return capacity
     }
 
     /// What a `FileStore`'s capacity holds besides its entries: the marker, the journal, and the
