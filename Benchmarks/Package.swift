@@ -80,6 +80,7 @@ let package = Package(
                 .product(name: "CompressedStore", package: hanekeIdentity),
                 .product(name: "MemoryStore", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
+                .product(name: "SQLiteStore", package: hanekeIdentity),
             ]
         ),
         .executableTarget(

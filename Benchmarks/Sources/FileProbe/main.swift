@@ -2,6 +2,7 @@
 // same way on every run however busy the machine (file timings swing widely here):
 //
 //   FileProbe DIR get|set KEYS OPERATIONS       4 KiB values; DIR must not exist yet
+//   FileProbe DIR sget|sset KEYS OPERATIONS     the same on an SQLiteStore, 512 B values
 //   FileProbe DIR warm KEYS OPERATIONS          workload 4's warm read: `fetch` through memory →
 //                                               LZ4 file store → fetcher, each key first removed
 //                                               from memory (so the file layer serves it and it is
@@ -17,6 +18,8 @@
 //
 // FILEPROBE_REUSE=1 skips the async modes' fill, to profile the reads alone in a folder an earlier
 // run filled (creating files is slow on some virtual disks).
+// FILEPROBE_POLICY=lru|adaptive gives the get and set modes' store that eviction policy and a
+// capacity of 1 GiB (which they never reach), so that the two policies' costs can be compared.
 //
 // Run it with OPERATIONS = 0 and with OPERATIONS = N: the difference, divided by N, is the cost of
 // one operation in user space and in the system-call entry (the kernel's own work is not counted).
@@ -26,10 +29,11 @@ import FileStore
 import Foundation
 import HanekeProtocols
 import MemoryStore
+import SQLiteStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "warm", "aget", "cget", "chain", "centry", "promote"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|warm|aget|cget|chain|centry|promote KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -117,14 +121,19 @@ case "aget", "cget":
         try await store.value(forKey: key)?.count == document.count
     }
 default:
-    let value = Data(repeating: 0x2A, count: 4096)
-    let store = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))
+    let policy = ProcessInfo.processInfo.environment["FILEPROBE_POLICY"].flatMap(EvictionPolicy.init(rawValue:))
+    let capacity = policy == nil ? nil : 1 << 30
+    let sqlite = arguments[2].hasPrefix("s")
+    let value = Data(repeating: 0x2A, count: sqlite ? 512 : 4096)
+    let store: any SyncStore = sqlite
+        ? try SQLiteStore(directory: arguments[1], configuration: .init(capacity: capacity, evictionPolicy: policy ?? .leastRecentlyUsed))
+        : try FileStore(directory: arguments[1], configuration: .init(capacity: capacity, evictionPolicy: policy ?? .leastRecentlyUsed))
     for key in keys { try store.setValue(value, forKey: key) }
     var found = 0
     let start = ContinuousClock.now
     for i in 0..<operations {
         let key = keys[(i &* 7919) % keyCount]
-        if arguments[2] == "get" {
+        if arguments[2].hasSuffix("get") {
             if try store.value(forKey: key) != nil { found += 1 }
         } else {
             try store.setValue(value, forKey: key)
@@ -132,6 +141,15 @@ default:
     }
     outcome = (found, start)
 }
+/// The synchronous get and set both disk engines have.
+protocol SyncStore {
+    func value(forKey key: String) throws -> Data?
+    func setValue(_ value: Data, forKey key: String) throws
+}
+
+extension FileStore: SyncStore {}
+extension SQLiteStore: SyncStore {}
+
 let (found, start) = outcome
 let elapsed = ContinuousClock.now - start
 // The count, then the time per operation (for timing runs; callgrind ignores it).
