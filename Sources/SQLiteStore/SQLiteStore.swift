@@ -542,7 +542,7 @@ public final class SQLiteStore: Store {
                                     mark: mark, queued: queued
                                 )
                             }
-                            // Reads not yet written stay: a rewrite keeps the row's place and counter.
+                            // Reads not yet written stay, and count for the rewritten row.
                             if let capacity = configuration.capacity { try evict(&state, toFit: capacity) }
                         }
                     }

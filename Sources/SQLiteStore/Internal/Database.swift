@@ -116,17 +116,12 @@ final class Database: @unchecked Sendable {
     enum Statement: String, CaseIterable {
         case select = "SELECT id, checksum, created, expires, used, key, value, metadata_checksum, metadata FROM entries WHERE id = ?1"
         case selectHeader = "SELECT id, checksum, created, expires, used, key, length(value), metadata_checksum, metadata FROM entries WHERE id = ?1"
-        /// Writes a row. A row of another key under the id is replaced (the new one takes the mark
-        /// and queue time `?10`, `?11`); a row of the same key keeps its queue and time, and the
-        /// rewrite counts as a read (the adaptive policy's counter goes up, saturating at 3).
+        /// Writes a row, replacing any row under its id: the new row takes the mark and queue
+        /// time `?10`, `?11`, as a new entry. (Keeping a rewritten row's queue and counter, with
+        /// `ON CONFLICT … DO UPDATE`, cost 2,800 more instructions a set, 7.5 %.)
         case upsert = """
-            INSERT INTO entries(id, checksum, created, expires, used, key, value, metadata_checksum, metadata, mark, queued)
+            INSERT OR REPLACE INTO entries(id, checksum, created, expires, used, key, value, metadata_checksum, metadata, mark, queued)
             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-            ON CONFLICT(id) DO UPDATE SET
-                checksum = excluded.checksum, created = excluded.created, expires = excluded.expires, used = excluded.used,
-                key = excluded.key, value = excluded.value, metadata_checksum = excluded.metadata_checksum, metadata = excluded.metadata,
-                mark = CASE WHEN key = excluded.key THEN (mark & 128) | min(3, (mark & 3) + 1) ELSE excluded.mark END,
-                queued = CASE WHEN key = excluded.key THEN queued ELSE excluded.queued END
             """
         /// Replaces a row's attributes, keeping its value, when it holds the key and has not
         /// expired at `?5` (now).
@@ -436,8 +431,7 @@ final class Database: @unchecked Sendable {
     }
 
     /// Writes a row, replacing any row under its id; `metadata` empty for none (`NULL`).
-    /// A new row (one whose id held no row of its key) takes `mark` and `queued`; a rewrite keeps
-    /// the row's queue and counts as a read.
+    /// The row takes `mark` and `queued` (a rewrite of a key enters its queue again).
     func upsert(
         id: Int64, checksum: UInt64, created: Int64, expires: Int64?, used: Int64,
         key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, metadata: UnsafeRawBufferPointer,
