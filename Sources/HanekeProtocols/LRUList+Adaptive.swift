@@ -4,7 +4,7 @@ extension LRUList {
     /// Links the new entry in `slot` into the queue the ghost rule picks for it.
     @inlinable
     mutating func admit(_ slot: Int32, key: Key, cost: Int) {
-        let toMain = adaptive!.admitsToMain(hash: key.hashValue, cost: cost, count: count, totalCost: totalCost)
+        let toMain = adaptive!.balance.admitsToMain(hash: key.hashValue, cost: cost, count: count, totalCost: totalCost)
         linkAtFront(slot, mark: toMain ? 0 : AdaptiveQueues.smallBit, cost: cost)
         if toMain { adaptiveMoves?.append(key) }
     }
@@ -93,7 +93,7 @@ extension LRUList {
     @inlinable
     mutating func evictAdaptive(_ key: Key, fromMain: Bool) -> (key: Key, value: Value)? {
         guard let entry = removeEntry(key) else { return nil }
-        adaptive!.recordEviction(hash: key.hashValue, cost: entry.cost, fromMain: fromMain, liveCount: count)
+        adaptive!.balance.recordEviction(hash: key.hashValue, cost: entry.cost, fromMain: fromMain, liveCount: count)
         return (key, entry.value)
     }
 }

@@ -12,6 +12,12 @@ package struct SmallQueueBalance: Sendable {
     package private(set) var smallShare = Self.initialSmallShare
     private var ghost = GhostKeys()
 
+    /// An entry's mark, as `LRUList` keeps it per slot and `SQLiteStore` per row: this bit set for
+    /// the small queue, clear for the main queue.
+    @inlinable package static var smallQueueBit: UInt8 { 0x80 }
+    /// The bits of a mark that count reads (saturating at 3).
+    @inlinable package static var counterMask: UInt8 { 0x03 }
+
     /// The small queue's share before any evidence: S3-FIFO's 10 %.
     static let initialSmallShare = 0.10
     /// The bounds of the small queue's share.
@@ -34,6 +40,7 @@ package struct SmallQueueBalance: Sendable {
     ///   - count: The entries there are, and `totalCost` their costs: which limit is fuller decides
     ///     whether a key weighs 1 or its cost.
     /// - Returns: Whether the key goes to the main queue.
+    @usableFromInline
     package mutating func admitsToMain(hash: Int, cost: Int, count: Int, totalCost: Int) -> Bool {
         guard let found = ghost.take(hash), let unit = bindingUnit(count: count, totalCost: totalCost) else { return false }
         let age = unit.byCost ? found.costAge : found.countAge
@@ -49,6 +56,7 @@ package struct SmallQueueBalance: Sendable {
     /// Remembers that the key whose hash is `hash` (its entry costing `cost`) was evicted from the
     /// small or the main queue.
     /// - Parameter liveCount: The entries left, to bound the ghost's size.
+    @usableFromInline
     package mutating func recordEviction(hash: Int, cost: Int, fromMain: Bool, liveCount: Int) {
         guard countLimit != nil || costLimit != nil else { return }
         func reach(_ limit: Int?) -> Int? {

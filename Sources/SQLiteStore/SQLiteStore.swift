@@ -149,14 +149,29 @@ public final class SQLiteStore: Store {
         self.logger = logger
         self.executor = executor
         folder = try SharedStoreFolder(path: directory, access: configuration.access)
-        logPages = configuration.capacity.map { min(1_000, max(8, $0 / Self.pageSize / 16)) } ?? 1_000
-        reserve = (2 * logPages + 8) * Self.pageSize + 32_768
+        logPages = Self.logPages(forCapacity: configuration.capacity)
+        reserve = Self.logRoom(forCapacity: configuration.capacity)
         let database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
         var state = State(database: database)
         if configuration.evictionPolicy == .adaptive, let capacity = configuration.capacity {
             state.balance = SmallQueueBalance(countLimit: nil, costLimit: capacity)
         }
         self.state = Locked(state)
+    }
+
+    /// The log's scale, in pages, for a store of `capacity` bytes (see ``logPages``).
+    static func logPages(forCapacity capacity: Int?) -> Int {
+        capacity.map { min(1_000, max(8, $0 / pageSize / 16)) } ?? 1_000
+    }
+
+    /// The bytes of a store's capacity kept for SQLite's log and the log's index, which rows never
+    /// take: twice the log's scale (a sixteenth of the capacity in pages, from 8 to 1,000) and 8
+    /// pages more, plus 32 KiB. A store whose rows must have room for `bytes` needs a capacity of
+    /// about `bytes` plus this.
+    /// - Parameter capacity: The store's capacity in bytes; `nil` for none.
+    /// - Returns: The bytes kept, which ``usedSize`` counts besides the pages in use.
+    public static func logRoom(forCapacity capacity: Int?) -> Int {
+        (2 * logPages(forCapacity: capacity) + 8) * pageSize + 32_768
     }
 
     /// Opens a store in `directory` with a capacity in bytes.
@@ -662,9 +677,7 @@ public final class SQLiteStore: Store {
     /// The most rows one round samples (a trim to a small size deletes in several rounds).
     static let evictionSampleLimit = 4_096
     /// A row's mark in the small queue, unread (the policy's columns: see `Database.policyColumns`).
-    static let smallQueueMark: UInt8 = 0x80
-    /// The read counter's bits in a mark.
-    static let counterMask: UInt8 = 0x03
+    static let smallQueueMark = SmallQueueBalance.smallQueueBit
 
     /// The mark and queue time of a row written at `now` whose key, value and metadata take
     /// `size` bytes: under the adaptive policy, the main queue for a key the ghost says proved
@@ -780,7 +793,7 @@ public final class SQLiteStore: Store {
                 nextMain += 1
             }
             let bytes = Self.pagesBytes(ofRow: row.size)
-            let counter = row.mark & Self.counterMask
+            let counter = row.mark & SmallQueueBalance.counterMask
             if fromSmall { smallBytes -= bytes }
             if counter > 0 {
                 // Promoted with its counter, or once round the main queue with one less.

@@ -24,8 +24,8 @@ struct AdaptiveQueues: Sendable {
     @usableFromInline var countLimit: Int? { balance.countLimit }
     @usableFromInline var costLimit: Int? { balance.costLimit }
 
-    @inlinable static var smallBit: UInt8 { 0x80 }
-    @inlinable static var counterMask: UInt8 { 0x03 }
+    @inlinable static var smallBit: UInt8 { SmallQueueBalance.smallQueueBit }
+    @inlinable static var counterMask: UInt8 { SmallQueueBalance.counterMask }
 
     /// Creates the state for a list with these limits.
     @usableFromInline
@@ -96,17 +96,5 @@ struct AdaptiveQueues: Sendable {
         if let countLimit, smallCount >= balance.smallTarget(of: countLimit) { return true }
         if let costLimit, smallCost >= balance.smallTarget(of: costLimit) { return true }
         return false
-    }
-
-    /// Decides the queue of a new key (see ``SmallQueueBalance/admitsToMain(hash:cost:count:totalCost:)``).
-    @usableFromInline
-    mutating func admitsToMain(hash: Int, cost: Int, count: Int, totalCost: Int) -> Bool {
-        balance.admitsToMain(hash: hash, cost: cost, count: count, totalCost: totalCost)
-    }
-
-    /// Remembers an eviction in the ghost (see ``SmallQueueBalance/recordEviction(hash:cost:fromMain:liveCount:)``).
-    @usableFromInline
-    mutating func recordEviction(hash: Int, cost: Int, fromMain: Bool, liveCount: Int) {
-        balance.recordEviction(hash: hash, cost: cost, fromMain: fromMain, liveCount: liveCount)
     }
 }

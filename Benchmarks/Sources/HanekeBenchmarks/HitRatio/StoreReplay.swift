@@ -95,16 +95,12 @@ enum StoreReplay {
     }
 
     /// The capacity of an `SQLiteStore` whose rows may take `bytes`: that plus the room it keeps
-    /// for its log within its capacity (as its configuration documents it: twice a sixteenth of
-    /// the capacity in pages, from 8 to 1,000 pages, 8 pages more and 32 KiB), found by fixed
-    /// point. Its pages hold rows less densely than bytes count, so it keeps a little less than
-    /// the simulators.
+    /// for its log within its capacity (`SQLiteStore.logRoom(forCapacity:)`, which grows with the
+    /// capacity), found by fixed point. Its pages hold rows less densely than bytes count, so it
+    /// keeps a little less than the simulators.
     static func sqliteCapacity(forEntries bytes: Int) -> Int {
         var capacity = bytes
-        for _ in 0..<4 {
-            let logPages = min(1_000, max(8, capacity / 4_096 / 16))
-            capacity = bytes + (2 * logPages + 8) * 4_096 + 32_768
-        }
+        for _ in 0..<4 { capacity = bytes + SQLiteStore.logRoom(forCapacity: capacity) }
         return capacity
     }
 
