@@ -101,9 +101,11 @@ struct WriteGateTests {
         await held.waitUntilStarted()
         let order = Locked<[String]>([])
         let everyKey = Task { try await gate.changeEveryKey { order.withLock { $0.append("every key") } } }
-        // Wait (without a clock) until the change of every key is queued: a new turn is held back.
+        // Wait (without a clock) until the change of every key is queued, then until a new turn is
+        // held back behind it; a gate that let either run would end the wait too.
+        while gate.waiting.everyKey == 0, order.withLock({ $0 }).isEmpty { await Task.yield() }
         let later = Task { try await gate.change("other") { order.withLock { $0.append("other") } } }
-        for _ in 0..<1_000 { await Task.yield() }
+        while gate.waiting.heldBack == 0, order.withLock({ $0 }).isEmpty { await Task.yield() }
         #expect(order.withLock { $0 }.isEmpty)
         held.release()
         try await held.task.value
@@ -116,10 +118,13 @@ struct WriteGateTests {
         let gate = WriteGate()
         let held = HeldChange(gate, key: "k")
         await held.waitUntilStarted()
-        let everyKey = Task { try await gate.changeEveryKey {} }
-        for _ in 0..<1_000 { await Task.yield() }
-        let other = Task { try await gate.change("other") {} }
-        for _ in 0..<1_000 { await Task.yield() }
+        let ran = Locked<[String]>([])
+        let everyKey = Task { try await gate.changeEveryKey { ran.withLock { $0.append("every key") } } }
+        // Events, not a clock: each wait also ends if a broken gate let the turn run.
+        while gate.waiting.everyKey == 0, ran.withLock({ $0 }).isEmpty { await Task.yield() }
+        let other = Task { try await gate.change("other") { ran.withLock { $0.append("other") } } }
+        while gate.waiting.heldBack == 0, ran.withLock({ $0 }).isEmpty { await Task.yield() }
+        #expect(ran.withLock { $0 }.isEmpty, "both wait")
         everyKey.cancel()
         await #expect(throws: CancellationError.self) { try await everyKey.value }
         try await other.value   // no longer held back

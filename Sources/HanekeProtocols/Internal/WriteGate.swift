@@ -62,6 +62,12 @@ package final class WriteGate: Sendable {
         return state.withLock { $0.generations[stripe] }
     }
 
+    /// How many changes of every key wait for their turn, and how many turns of single keys wait
+    /// behind them: what a test waits for, as events, before it looks at the order of the turns.
+    package var waiting: (everyKey: Int, heldBack: Int) {
+        state.withLock { ($0.everyKeyWaiters.count, $0.heldBack.count) }
+    }
+
     /// A mark of every change and fill; cheaper than a key's mark (no lock), moved by any key.
     @usableFromInline
     package var totalMark: UInt64 { total.load(ordering: .acquiring) }
