@@ -15,6 +15,9 @@ PREFIX ?= /usr/local
 # proxy_cache (measured by wrk) and redis-benchmark as baselines.
 BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev libcurl4-openssl-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
+# The tests build every integration (Hummingbird, Vapor, metrics, service lifecycle): each is a
+# package trait, off for an app that does not ask for it.
+TRAITS := --enable-all-traits
 BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv nginx-light wrk
 
 .PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
@@ -46,8 +49,8 @@ release: build-deps
 # watchdog fails either process if a job blocks one of Swift's cooperative threads.
 test: test-deps
 	scripts/check-vips-shim
-	scripts/build-without-warnings --build-tests
-	SWIFT=$(SWIFT) scripts/with-redis scripts/run-tests
+	scripts/build-without-warnings --build-tests $(TRAITS)
+	SWIFT=$(SWIFT) scripts/with-redis scripts/run-tests $(TRAITS)
 	$(MAKE) check-snippets
 
 # Every ```swift block of README.md, the examples' READMEs and the DocC articles, compiled as
@@ -59,8 +62,8 @@ check-snippets: build-deps
 # The same tests beside a CPU hog that keeps the load average at 4x the cores (scripts/under-load);
 # it prints the load average it saw and the suite's wall time.
 test-under-load: test-deps
-	scripts/build-without-warnings --build-tests
-	SWIFT=$(SWIFT) scripts/under-load scripts/with-redis scripts/run-tests
+	scripts/build-without-warnings --build-tests $(TRAITS)
+	SWIFT=$(SWIFT) scripts/under-load scripts/with-redis scripts/run-tests $(TRAITS)
 
 demo: release
 	.build/release/haneke demo

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -16,7 +16,29 @@ let package = Package(
         .library(name: "Images", targets: ["Images"]),
         .library(name: "HanekeTesting", targets: ["HanekeTesting"]),
         .library(name: "Haneke", targets: ["Haneke"]),
+        // A cache of Codable values of any type by string key, each with its own lifetime: what the
+        // server drivers below keep their values in.
+        .library(name: "HanekeServer", targets: ["HanekeServer"]),
+        // The server integrations: each builds its framework only with its trait enabled (see
+        // `traits`), so an app that uses only `Haneke` resolves and builds none of them.
+        .library(name: "HanekeHummingbird", targets: ["HanekeHummingbird"]),
+        .library(name: "HanekeVapor", targets: ["HanekeVapor"]),
+        .library(name: "HanekeMetrics", targets: ["HanekeMetrics"]),
+        .library(name: "HanekeServiceLifecycle", targets: ["HanekeServiceLifecycle"]),
         .executable(name: "haneke", targets: ["haneke"]),
+    ],
+    // An app enables the integration it uses, with its product:
+    // `.package(url: ..., from: ..., traits: ["Hummingbird"])`. None is on by default: a disabled
+    // trait's packages are neither fetched nor built. Hummingbird and Vapor bring the metrics and the
+    // service lifecycle with them.
+    traits: [
+        .trait(name: "Metrics", description: "HanekeMetrics: every layer's counters through swift-metrics."),
+        .trait(name: "ServiceLifecycle", description: "HanekeServiceLifecycle: caches closed on a graceful shutdown."),
+        .trait(
+            name: "Hummingbird", description: "HanekeHummingbird: a PersistDriver and a response cache for Hummingbird 2.",
+            enabledTraits: ["Metrics", "ServiceLifecycle"]
+        ),
+        .trait(name: "Vapor", description: "HanekeVapor: a Vapor 4 cache provider.", enabledTraits: ["Metrics", "ServiceLifecycle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -25,6 +47,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // `swift package generate-documentation` (scripts/build-docs, `make docs`).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Only with their traits (above).
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // MARK: - Core
@@ -132,6 +160,39 @@ let package = Package(
                 "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats", "HTTPCaching", "CCurl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: - Server integrations
+
+        .target(name: "HanekeServer", dependencies: ["Haneke", "HanekeProtocols", "Formats", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "HanekeMetrics",
+            dependencies: [
+                "Haneke", "HanekeProtocols", "HanekeServer",
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
+        .target(
+            name: "HanekeServiceLifecycle",
+            dependencies: [
+                "Haneke", "HanekeServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
+        .target(
+            name: "HanekeHummingbird",
+            dependencies: [
+                "Haneke", "HanekeProtocols", "HanekeServer", "HTTPCaching",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+            ]
+        ),
+        .target(
+            name: "HanekeVapor",
+            dependencies: [
+                "Haneke", "HanekeProtocols", "HanekeServer",
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),
 
@@ -278,6 +339,30 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore", "TestSupport"]),
+        .testTarget(name: "HanekeServerTests", dependencies: ["HanekeServer", "Haneke", "HanekeProtocols", "HanekeTesting", "TestSupport"]),
+        // The integrations' tests, each in its framework's own testing library (empty without the trait).
+        .testTarget(
+            name: "HanekeHummingbirdTests",
+            dependencies: [
+                "HanekeHummingbird", "HanekeServer", "Haneke", "HanekeProtocols", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+            ]
+        ),
+        .testTarget(
+            name: "HanekeVaporTests",
+            dependencies: [
+                "HanekeVapor", "HanekeServer", "Haneke", "HanekeProtocols", "TestSupport",
+                .product(name: "VaporTesting", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        .testTarget(
+            name: "HanekeMetricsTests",
+            dependencies: [
+                "HanekeMetrics", "HanekeServiceLifecycle", "HanekeServer", "Haneke", "HanekeProtocols", "TestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Metrics"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
         .testTarget(
             name: "HanekeTestingTests",
             dependencies: ["HanekeTesting", "HanekeProtocols", "MemoryStore", "Formats", "FileStore", "CompressedStore", "Haneke", "RedisStore", "TestSupport"]

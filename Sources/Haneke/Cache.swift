@@ -281,6 +281,38 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         try await stack.path.setEntry(StoreEntry(value: transformed, expiresAt: expiry), forKey: key)
     }
 
+    /// Caches `value` for `key` only if the format has no unexpired value for it, atomically in each
+    /// layer (the memory layer and the disk layer take the key's turn; processes sharing the folder
+    /// agree through the disk layer, machines sharing a Redis tier through Redis).
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    ///   - timeToLive: How long this value lives; `nil` (the default) for the format's own
+    ///     ``Format/timeToLive``.
+    /// - Returns: `.inserted`, or `.existing` with the entry already there (nothing was written).
+    /// - Throws: `formatNotFound`, a transform's error, or a layer's error.
+    @discardableResult
+    public func add(
+        _ value: Value, forKey key: String, formatName: String = Cache.originalFormatName, timeToLive: Duration? = nil
+    ) async throws -> AddResult<Value> {
+        let stack = try stack(for: formatName)
+        let transformed = try await stack.format.apply(to: value)
+        let expiry = timeToLive.map { clock.now().addingTimeInterval($0.timeInterval) }
+        return try await stack.path.addEntry(StoreEntry(value: transformed, expiresAt: expiry), forKey: key)
+    }
+
+    /// The entry cached for `key` in a format — its value with its expiry and the time it was
+    /// stored — or `nil` when no layer has an unexpired one. No fetcher is asked.
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - formatName: The format; the original by default.
+    /// - Returns: The entry, or `nil`.
+    /// - Throws: `formatNotFound`, or a layer's error.
+    public func entry(forKey key: String, formatName: String = Cache.originalFormatName) async throws -> StoreEntry<Value>? {
+        try await stack(for: formatName).path.entry(forKey: key)
+    }
+
     /// Removes `key` from a format (other formats keep theirs).
     /// - Parameters:
     ///   - key: The key.
@@ -331,6 +363,21 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
         try stack(for: formatName).store.layerStatistics + [LayerStatistics(name: "fetcher", statistics: fetchCounter.snapshot)]
     }
 
+    /// The number of entries in each default layer of a format, top first, named as in
+    /// ``layerStatistics(formatName:)``: `memory`, then the disk layers once they are open
+    /// (`disk-small`, `disk`). The layers of a stack you built are not counted.
+    /// - Parameter formatName: The format; the original by default.
+    /// - Returns: One count per layer.
+    /// - Throws: `formatNotFound`.
+    public func layerCounts(formatName: String = Cache.originalFormatName) async throws -> [(layer: String, entries: Int)] {
+        let stack = try stack(for: formatName)
+        var counts: [(layer: String, entries: Int)] = []
+        if let memory = stack.memory { counts.append((memory.name, memory.count)) }
+        if let small = await stack.small?.base { counts.append((small.name, await small.countOnExecutor())) }
+        if let disk = await stack.disk?.base { counts.append((disk.name, await disk.countOnExecutor())) }
+        return counts
+    }
+
     /// Bytes before and after LZ4 compression in a format's disk layer, or `nil` when it has none.
     /// - Parameter formatName: The format; the original by default.
     /// - Returns: The compression counters.
@@ -377,6 +424,20 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// - Throws: `formatNotFound`.
     public func freshnessStatistics(formatName: String = Cache.originalFormatName) throws -> FreshnessStatistics {
         try stack(for: formatName).path.freshnessStatistics
+    }
+
+    /// Makes the cache ready for the process to end, as a server's graceful shutdown does: waits for
+    /// the background refreshes and preloading under way in every format, then writes the disk
+    /// layers' buffered recency records to their journals (``flush()``). Values are on disk once
+    /// their writes return; this keeps the LRU order and `.lastSession` preloading of the next run
+    /// whole. The cache stays usable.
+    /// - Throws: `StoreError` with code `io` when a journal cannot be written, after trying every format.
+    public func shutdown() async throws {
+        for stack in formats.withLock({ Array($0.values) }) {
+            await stack.path.waitForRefreshes()
+            await stack.preload?.value
+        }
+        try await flush()
     }
 
     /// Waits until every format has finished preloading (immediately for formats that do not preload).

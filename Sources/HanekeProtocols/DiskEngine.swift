@@ -114,6 +114,12 @@ extension DiskEngine {
         return (try? await executor.run { self.totalSize }) ?? 0
     }
 
+    /// ``count``, once the store is ready, asked on its executor; 0 when it cannot be known.
+    package func countOnExecutor() async -> Int {
+        await waitUntilReady()
+        return (try? await executor.run { self.count }) ?? 0
+    }
+
     /// ``blockingPeekValue(forKey:)`` as one job of the executor.
     /// - Throws: What it throws; `CancellationError` if cancelled before it ran.
     package func peekValueOnExecutor(forKey key: String) async throws -> Data? {
