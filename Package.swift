@@ -51,6 +51,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
@@ -186,6 +187,9 @@ let package = Package(
             dependencies: [
                 "Haneke", "HanekeProtocols", "HanekeServer", "HTTPCaching",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -344,21 +348,22 @@ let package = Package(
         .testTarget(
             name: "HanekeHummingbirdTests",
             dependencies: [
-                "HanekeHummingbird", "HanekeServer", "Haneke", "HanekeProtocols", "TestSupport",
+                "HanekeHummingbird", "HanekeServer", "Haneke", "HanekeProtocols", "HTTPCaching", "MemoryStore", "HanekeTesting", "TestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
             ]
         ),
         .testTarget(
             name: "HanekeVaporTests",
             dependencies: [
-                "HanekeVapor", "HanekeServer", "Haneke", "HanekeProtocols", "TestSupport",
+                "HanekeVapor", "HanekeServer", "Haneke", "HanekeProtocols", "HanekeTesting", "TestSupport",
                 .product(name: "VaporTesting", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),
         .testTarget(
             name: "HanekeMetricsTests",
             dependencies: [
-                "HanekeMetrics", "HanekeServiceLifecycle", "HanekeServer", "Haneke", "HanekeProtocols", "TestSupport",
+                "HanekeMetrics", "HanekeServiceLifecycle", "HanekeServer", "Haneke", "HanekeProtocols", "HanekeTesting", "TestSupport",
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Metrics"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
             ]
