@@ -270,6 +270,34 @@ let package = Package(
         .executableTarget(name: "CustomStack", dependencies: ["Haneke"], path: "Examples/CustomStack", exclude: ["README.md"]),
         .executableTarget(name: "CustomType", dependencies: ["Haneke"], path: "Examples/CustomType", exclude: ["README.md"]),
         .executableTarget(name: "SwapBackendsInTests", dependencies: ["Haneke"], path: "Examples/SwapBackendsInTests/Sources"),
+        // What the two server examples share: their caches, made once (not a product).
+        .target(
+            name: "ServerExampleSupport",
+            dependencies: ["Haneke", "HanekeServer", "Images", "Formats", "HanekeProtocols"],
+            path: "Examples/ServerSupport"
+        ),
+        // The server examples (each prints how to build it with its trait when built without).
+        .executableTarget(
+            name: "HummingbirdExample",
+            dependencies: [
+                "ServerExampleSupport", "HanekeHummingbird", "HanekeServiceLifecycle", "Images",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+            ],
+            path: "Examples/Hummingbird",
+            exclude: ["README.md"]
+        ),
+        .executableTarget(
+            name: "VaporExample",
+            dependencies: [
+                "ServerExampleSupport", "HanekeVapor", "Images",
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ],
+            path: "Examples/Vapor",
+            exclude: ["README.md"]
+        ),
         .testTarget(
             name: "SwapBackendsInTestsTests",
             dependencies: ["SwapBackendsInTests", "Haneke", "HanekeTesting"],
@@ -349,6 +377,8 @@ let package = Package(
             name: "HanekeHummingbirdTests",
             dependencies: [
                 "HanekeHummingbird", "HanekeServer", "Haneke", "HanekeProtocols", "HTTPCaching", "MemoryStore", "HanekeTesting", "TestSupport",
+                // The examples, run by ServerExampleTests.
+                "HummingbirdExample", "VaporExample",
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
             ]

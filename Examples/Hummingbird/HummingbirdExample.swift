@@ -1,0 +1,75 @@
+#if Hummingbird
+import ArgumentParser
+import Foundation
+import HanekeHummingbird
+import HanekeServiceLifecycle
+import Hummingbird
+import Images
+import Logging
+import NIOCore
+import ServerExampleSupport
+
+/// A Hummingbird server whose routes go through Haneke caches: `GET /users/:id` (JSON from a
+/// `Cache`), `GET /images/:name?size=small|large` (an image resized once by `Images` and kept),
+/// `POST /sessions?user=ID` and `GET /sessions/:id` (a `KeyValueCache`). Errors of the caches
+/// become HTTP statuses (`StoreErrorMiddleware`). Start several on one `--folder`, on other ports:
+/// they share what is on disk.
+@main
+struct HummingbirdExample: AsyncParsableCommand {
+    @Option(help: "The port on 127.0.0.1 (0 for any free port).")
+    var port = 8080
+
+    @Option(help: "The caches' folder, which several workers may share.")
+    var folder = NSTemporaryDirectory() + "haneke-server-example"
+
+    @Option(help: "Where the original images are.")
+    var images = ExampleCaches.bundledImages
+
+    func run() async throws {
+        // Made once, shared by every request.
+        let caches = ExampleCaches(folder: folder, imageFolder: images)
+        let router = Router()
+        router.add(middleware: StoreErrorMiddleware())
+        router.get("users/:id") { _, context -> Response in
+            let user = try await caches.user(try context.parameters.require("id"))
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: user)))
+        }
+        router.get("images/:name") { request, context -> Response in
+            let size = request.uri.queryParameters.get("size") ?? "small"
+            let image = try await caches.image(try context.parameters.require("name"), size: size)
+            return Response(
+                status: .ok, headers: [.contentType: "image/\(image.format)", .cacheControl: "public, max-age=86400"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: image.data))
+            )
+        }
+        router.post("sessions") { request, _ -> String in
+            guard let user = request.uri.queryParameters.get("user") else { throw HTTPError(.badRequest, message: "Say which user: ?user=ID") }
+            return try await caches.startSession(user: user)
+        }
+        router.get("sessions/:id") { _, context -> String in
+            try await caches.session(try context.parameters.require("id")).user
+        }
+        var logger = Logger(label: "example")
+        logger.logLevel = .warning
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            // The journals are written on a graceful shutdown (SIGTERM, SIGINT).
+            services: [CacheService(caches.users, caches.images), CacheService(keyValueCaches: [caches.sessions])],
+            onServerRunning: { channel in
+                // Unbuffered: a script (or a test) waits for this line.
+                FileHandle.standardOutput.write(Data("Serving on http://127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
+            },
+            logger: logger
+        )
+        try await app.runService()   // until SIGTERM or SIGINT, then a graceful shutdown
+    }
+}
+#else
+@main
+enum HummingbirdExample {
+    static func main() {
+        print("Build with the Hummingbird trait: swift run --traits Hummingbird HummingbirdExample")
+    }
+}
+#endif
