@@ -208,6 +208,17 @@ let package = Package(
             dependencies: ["FileStore", "CompressedStore", "SQLiteStore", "HanekeProtocols", "SeededRandom"],
             path: "Tests/FaultWorker"
         ),
+        // Writes many keys through one server driver and prints its resident memory (the benchmark of
+        // bounded memory, scripts/bench-server-memory, and its smoke test).
+        .executableTarget(
+            name: "ServerMemoryProbe",
+            dependencies: [
+                "HanekeServer", "HanekeHummingbird", "HanekeVapor",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ],
+            path: "Tests/ServerMemoryProbe"
+        ),
         // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
         .target(name: "BlockingWatchdog", path: "Tests/BlockingWatchdog"),
         // Gives each test process a cache home of its own, so no test writes to the real ~/.cache.
@@ -377,8 +388,8 @@ let package = Package(
             name: "HanekeHummingbirdTests",
             dependencies: [
                 "HanekeHummingbird", "HanekeServer", "Haneke", "HanekeProtocols", "HTTPCaching", "MemoryStore", "HanekeTesting", "TestSupport",
-                // The examples, run by ServerExampleTests.
-                "HummingbirdExample", "VaporExample",
+                // The examples, run by ServerExampleTests; the memory probe, by ServerMemoryTests.
+                "HummingbirdExample", "VaporExample", "ServerMemoryProbe",
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
             ]

@@ -35,6 +35,10 @@ public struct Format<Value: Sendable>: Sendable {
     /// opens at once whatever it holds; `16 KiB` is where a file per value starts to read faster
     /// (BENCHMARKS.md, workload 9). Preloading (``preloadPolicy``) reads only the files.
     public var smallValueThreshold: Int?
+    /// The most memory the database of small values (``smallValueThreshold``) keeps of its recently
+    /// read pages, in bytes: memory on top of the memory layer's, taken as pages are read. `32 MiB`
+    /// by default; count it in the process's memory budget.
+    public var databasePageCacheSize: Int
     /// Whether a miss in this format takes its value from the cache's original format — which
     /// fetches it (one fetcher call for concurrent misses of a key, in every format) and keeps it —
     /// and transforms that, rather than calling the fetcher itself. `false` by default, as in
@@ -78,6 +82,7 @@ public struct Format<Value: Sendable>: Sendable {
         self.compressesOnDisk = true
         self.preloadPolicy = .none
         self.smallValueThreshold = nil
+        self.databasePageCacheSize = 32 << 20
         self.derivesFromOriginal = false
         self.transform = transform
         self.freshness = Freshness()

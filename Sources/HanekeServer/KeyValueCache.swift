@@ -37,7 +37,9 @@ public final class KeyValueCache: Sendable {
 
     /// The layers' sizes.
     public struct Configuration: Sendable {
-        /// The most bytes of values kept in memory; `64 MiB` by default.
+        /// The most memory the cache takes, in bytes: the values in its memory layer, and an
+        /// eighth of it (at most 32 MiB) for the page cache of the database of small values on
+        /// disk. `64 MiB` by default.
         public var memoryCostLimit: Int
         /// The most values kept in memory; `100,000` by default.
         public var memoryCountLimit: Int
@@ -70,6 +72,11 @@ public final class KeyValueCache: Sendable {
             self.smallValueThreshold = smallValueThreshold
         }
 
+        /// The database's page cache within a memory limit: an eighth, between 64 KiB and 32 MiB.
+        static func pageCacheSize(within limit: Int) -> Int {
+            min(32 << 20, max(64 << 10, limit / 8))
+        }
+
         /// The disk capacity that never evicts: more than any disk holds, with room left for the
         /// stores' arithmetic on it.
         static let unbounded = Int.max >> 4
@@ -94,7 +101,9 @@ public final class KeyValueCache: Sendable {
         logger: Logger = Logger(label: "haneke.keyvalue")
     ) {
         var format = Format<Data>(name: Cache<Data>.originalFormatName)
-        format.memoryCostLimit = configuration.memoryCostLimit
+        let pageCache = Configuration.pageCacheSize(within: configuration.memoryCostLimit)
+        format.memoryCostLimit = configuration.memoryCostLimit - pageCache
+        format.databasePageCacheSize = pageCache
         format.memoryCountLimit = configuration.memoryCountLimit
         format.diskCapacity = configuration.eviction == .never ? Configuration.unbounded : configuration.diskCapacity
         format.smallValueThreshold = configuration.smallValueThreshold

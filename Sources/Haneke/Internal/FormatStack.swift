@@ -97,7 +97,10 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         var result: FormatStack
         if let threshold = format.smallValueThreshold {
             let small = OpeningStore(name: "disk-small", executor: executor, logger: logger, what: folder) {
-                try SQLiteStore(directory: folder, configuration: .init(capacity: smallCapacity, clock: clock), name: "disk-small", logger: logger, executor: executor)
+                try SQLiteStore(
+                    directory: folder, configuration: .init(capacity: smallCapacity, clock: clock, pageCacheSize: format.databasePageCacheSize),
+                    name: "disk-small", logger: logger, executor: executor
+                )
             }
             result = over(small.routingLargeValues(over: threshold, to: disk))
             result.small = small
