@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // The benchmarks live in their own package so that the library's build gains no dependency and no
 // build time from them (swift-nio does the same). `make bench` builds and runs them in release mode.
 import Foundation
@@ -15,7 +15,9 @@ let package = Package(
     name: "HanekeBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
+        // The Metrics trait: workload 15 measures HanekeMetrics (swift-metrics only; no framework).
+        .package(path: "..", traits: ["Metrics"]),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
@@ -48,6 +50,8 @@ let package = Package(
                 .product(name: "Haneke", package: hanekeIdentity),
                 .product(name: "HTTPCaching", package: hanekeIdentity),
                 .product(name: "Images", package: hanekeIdentity),
+                .product(name: "HanekeMetrics", package: hanekeIdentity),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -39,6 +39,11 @@ public struct Format<Value: Sendable>: Sendable {
     /// read pages, in bytes: memory on top of the memory layer's, taken as pages are read. `32 MiB`
     /// by default; count it in the process's memory budget.
     public var databasePageCacheSize: Int
+    /// What a value costs against ``memoryCostLimit``; `nil` (the default) for its size: its bytes
+    /// for `Data` and `String`, its `cacheCost` for a `CostMeasurable` value, the size of its
+    /// encoding otherwise. Give one that adds what each entry costs beyond its value (its key, the
+    /// layer's bookkeeping) when the values are small, so that the limit bounds the process's memory.
+    public var memoryCost: (@Sendable (Value) -> Int)?
     /// Whether a miss in this format takes its value from the cache's original format — which
     /// fetches it (one fetcher call for concurrent misses of a key, in every format) and keeps it —
     /// and transforms that, rather than calling the fetcher itself. `false` by default, as in
@@ -83,6 +88,7 @@ public struct Format<Value: Sendable>: Sendable {
         self.preloadPolicy = .none
         self.smallValueThreshold = nil
         self.databasePageCacheSize = 32 << 20
+        self.memoryCost = nil
         self.derivesFromOriginal = false
         self.transform = transform
         self.freshness = Freshness()

@@ -37,9 +37,9 @@ public final class KeyValueCache: Sendable {
 
     /// The layers' sizes.
     public struct Configuration: Sendable {
-        /// The most memory the cache takes, in bytes: the values in its memory layer, and an
-        /// eighth of it (at most 32 MiB) for the page cache of the database of small values on
-        /// disk. `64 MiB` by default.
+        /// The most memory the cache takes, in bytes: the entries of its memory layer (each value
+        /// and what is kept beside it), and an eighth of it (at most 32 MiB) for the page cache of
+        /// the database of small values on disk. `64 MiB` by default.
         public var memoryCostLimit: Int
         /// The most values kept in memory; `100,000` by default.
         public var memoryCountLimit: Int
@@ -71,6 +71,10 @@ public final class KeyValueCache: Sendable {
             self.eviction = eviction
             self.smallValueThreshold = smallValueThreshold
         }
+
+        /// What an entry of the memory layer costs beyond its value, in bytes (measured with
+        /// `scripts/bench-server-memory`).
+        static let entryOverhead = 256
 
         /// The database's page cache within a memory limit: an eighth, between 64 KiB and 32 MiB.
         static func pageCacheSize(within limit: Int) -> Int {
@@ -104,6 +108,9 @@ public final class KeyValueCache: Sendable {
         let pageCache = Configuration.pageCacheSize(within: configuration.memoryCostLimit)
         format.memoryCostLimit = configuration.memoryCostLimit - pageCache
         format.databasePageCacheSize = pageCache
+        // An entry costs its JSON and what the memory layer keeps beside it (its key, its slot, its
+        // attributes), so that the limit bounds the memory of many small values too.
+        format.memoryCost = { $0.count + Configuration.entryOverhead }
         format.memoryCountLimit = configuration.memoryCountLimit
         format.diskCapacity = configuration.eviction == .never ? Configuration.unbounded : configuration.diskCapacity
         format.smallValueThreshold = configuration.smallValueThreshold

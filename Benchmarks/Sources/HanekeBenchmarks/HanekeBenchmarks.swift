@@ -45,6 +45,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["12"], ProxyBenchmarks.run),
             (["13"], HTTPPolicyBenchmarks.run),
             (["14"], IsolationBenchmarks.run),
+            (["15"], MetricsBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {

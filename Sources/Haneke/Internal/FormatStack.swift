@@ -66,7 +66,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             costLimit: format.memoryCostLimit,
             name: "memory",
             clock: clock,
-            cost: memoryCost()
+            cost: format.memoryCost ?? memoryCost()
         )
         func stack(over store: AnyStore<String, Value>) -> FormatStack {
             var stack = FormatStack(format: format, store: store, clock: clock, logger: logger, fetcherCounter: fetcherCounter)
