@@ -72,7 +72,8 @@ demo: release
 install: release
 	SWIFT=$(SWIFT) scripts/install-tool "$(DESTDIR)$(PREFIX)"
 
-# The DocC documentation of every library module, in .build/docs; any warning fails it.
+# One DocC site for every library product, with every trait, in .build/docs/site; any warning fails
+# it. Serve it to read it (the script prints how): DocC pages are blank opened from disk.
 docs: build-deps
 	scripts/build-docs
 

@@ -37,7 +37,7 @@ extension SQLiteStore {
     /// Records no use and counts no read.
     /// - Parameter key: The key to look up.
     /// - Returns: The attributes, or `nil`.
-    /// - Throws: `StoreError` with code `io` or `unavailable`, as ``entry(forKey:)``.
+    /// - Throws: `StoreError` with code `io` or `unavailable`, as `entry(forKey:)`.
     /// - Performs disk I/O: one B-tree lookup.
     public func attributes(forKey key: String) throws -> EntryAttributes? {
         do {
@@ -49,14 +49,14 @@ extension SQLiteStore {
     }
 
     /// Stores `entry` for `key` with its own expiry (bounded by ``Configuration/timeToLive``) and
-    /// metadata, replacing any previous value, and evicts as ``setValue(_:forKey:)`` does. An entry
-    /// without ``HanekeProtocols/EntryAttributes/storedAt`` is stamped with the time of the write;
+    /// metadata, replacing any previous value, and evicts as `setValue(_:forKey:)` does. An entry
+    /// without `EntryAttributes.storedAt` is stamped with the time of the write;
     /// one whose expiry has passed already is not stored, and the key's previous value is removed.
     /// - Parameters:
     ///   - entry: The value and its attributes.
     ///   - key: The key.
     /// - Throws: `StoreError` with code `valueTooLarge` for metadata over
-    ///   ``HanekeProtocols/EntryAttributes/metadataLimit`` or an entry that alone would exceed the
+    ///   `EntryAttributes.metadataLimit` or an entry that alone would exceed the
     ///   capacity, `io` when it cannot be written.
     /// - Performs disk I/O: one transaction.
     public func setEntry(_ entry: StoreEntry<Data>, forKey key: String) throws {
@@ -71,14 +71,14 @@ extension SQLiteStore {
 
     /// Replaces the attributes of the entry for `key`, keeping its value: one `UPDATE` of the
     /// row's small columns, the value is not rewritten. The new expiry is bounded by
-    /// ``Configuration/timeToLive`` from now; without ``HanekeProtocols/EntryAttributes/storedAt``
+    /// ``Configuration/timeToLive`` from now; without `EntryAttributes.storedAt`
     /// the entry counts as stored now.
     /// - Parameters:
     ///   - attributes: The new attributes.
     ///   - key: The key whose entry changes.
     /// - Returns: `false` when the key had no unexpired entry (nothing is written).
     /// - Throws: `StoreError` with code `valueTooLarge` for metadata over
-    ///   ``HanekeProtocols/EntryAttributes/metadataLimit``, `io` when the database cannot be written.
+    ///   `EntryAttributes.metadataLimit`, `io` when the database cannot be written.
     /// - Performs disk I/O: one transaction.
     @discardableResult
     public func setAttributes(_ attributes: EntryAttributes, forKey key: String) throws -> Bool {
@@ -96,12 +96,12 @@ extension SQLiteStore {
     /// one transaction under SQLite's write lock, so exactly one of any number of concurrent
     /// callers — in this process or others sharing the database — inserts. An expired or damaged
     /// row counts as absent and is replaced. An insertion evicts and counts as a write, as
-    /// ``setEntry(_:forKey:)``; finding an entry counts as a hit and records its use.
+    /// `setEntry(_:forKey:)`; finding an entry counts as a hit and records its use.
     /// - Parameters:
     ///   - entry: The value and its attributes.
     ///   - key: The key.
     /// - Returns: `.inserted`, or `.existing` with the entry already there (nothing was written).
-    /// - Throws: `StoreError` as ``setEntry(_:forKey:)``; `unavailable` when another connection
+    /// - Throws: `StoreError` as `setEntry(_:forKey:)`; `unavailable` when another connection
     ///   keeps the database locked past ``Configuration/busyTimeout``.
     /// - Performs disk I/O: one transaction.
     public func addEntry(_ entry: StoreEntry<Data>, forKey key: String) throws -> AddResult<Data> {

@@ -859,7 +859,7 @@ extension SQLiteStore {
         /// The size of the value, in bytes.
         public var payloadSize: Int
         /// When the value was first stored: when it was written, or the time its entry gave
-        /// (``HanekeProtocols/EntryAttributes/storedAt``).
+        /// (`EntryAttributes.storedAt`).
         public var created: Date
         /// When the value expires, or `nil` for never.
         public var expires: Date?
