@@ -40,7 +40,7 @@ build: build-deps
 
 # The tool in release mode, .build/release/haneke (what `make demo` runs and `make install` installs).
 release: build-deps
-	@echo "Building haneke in release mode (the first build takes several minutes; see the README)."
+	@echo "Building haneke in release mode (the first build takes several minutes)."
 	$(SWIFT) build -c release --product haneke
 
 # The tests run beside a private redis-server (scripts/with-redis passes its URL in

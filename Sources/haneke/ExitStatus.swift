@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The exit statuses of every command, in one place: thrown to end a command with a status and
-/// nothing more to say, and documented in every command's `--help` (``help``) and the README.
+/// nothing more to say, and documented in every command's `--help` (``help``) and the DocC article "The haneke Tool".
 enum ExitStatus: Int32, Error {
     /// Success.
     case ok = 0

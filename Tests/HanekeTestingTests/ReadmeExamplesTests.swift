@@ -1,4 +1,4 @@
-// The examples of README.md, run against temporary folders and a private redis-server, so that they
+// The examples of the DocC articles (once the README's tour), run against temporary folders and a private redis-server, so that they
 // keep working. That every block compiles exactly as written is checked by scripts/check-snippets
 // (make test), which builds each one in a scratch package.
 
