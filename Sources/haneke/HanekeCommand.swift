@@ -48,7 +48,7 @@ struct HanekeCommand: AsyncParsableCommand {
         .build/plugins/GenerateManual/outputs/haneke/. `make install` installs the tool, its man page (`man haneke`) and the three \
         completion scripts.
         """ + ExitStatus.help,
-        version: HanekeVersion.string,
+        version: HanekeVersion.description,
         subcommands: [Demo.self, Thumbnail.self, Inspect.self, Get.self, Verify.self, Trim.self, Stats.self, Proxy.self]
     )
 
