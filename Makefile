@@ -4,7 +4,8 @@
 #                  (the Redis tests against a private redis-server started for the run) and
 #                  compiles every code block of the README and the DocC articles as written
 #   make install   installs `haneke`, its man page and shell completions under PREFIX (/usr/local)
-#   make test-under-load   the same tests beside a CPU hog at 4x the cores
+#   make test-under-load   the tests beside a CPU hog at 4x the cores (the heavy suites, which run
+#                  one test at a time, only with UNDER_LOAD_HEAVY_SUITES=run)
 
 SWIFT ?= swift
 SHELL := /bin/bash
@@ -18,6 +19,8 @@ TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
 # The tests build every integration (Hummingbird, Vapor, metrics, service lifecycle): each is a
 # package trait, off for an app that does not ask for it.
 TRAITS := --enable-all-traits
+# Whether make test-under-load also runs the heavy suites (one test at a time) beside the hog.
+UNDER_LOAD_HEAVY_SUITES ?= skip
 BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv nginx-light wrk
 
 .PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
@@ -63,7 +66,7 @@ check-snippets: build-deps
 # it prints the load average it saw and the suite's wall time.
 test-under-load: test-deps
 	scripts/build-without-warnings --build-tests $(TRAITS)
-	SWIFT=$(SWIFT) scripts/under-load scripts/with-redis scripts/run-tests $(TRAITS)
+	SWIFT=$(SWIFT) HANEKE_HEAVY_SUITES=$(UNDER_LOAD_HEAVY_SUITES) scripts/under-load scripts/with-redis scripts/run-tests $(TRAITS)
 
 demo: release
 	.build/release/haneke demo
