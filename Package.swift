@@ -292,7 +292,6 @@ let package = Package(
             name: "HummingbirdExample",
             dependencies: [
                 "ServerExampleSupport", "HanekeHummingbird", "HanekeServiceLifecycle", "Images",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),

@@ -1,5 +1,4 @@
 #if Hummingbird
-import ArgumentParser
 import Foundation
 import HanekeHummingbird
 import HanekeServiceLifecycle
@@ -15,15 +14,38 @@ import ServerExampleSupport
 /// become HTTP statuses (`StoreErrorMiddleware`). Start several on one `--folder`, on other ports:
 /// they share what is on disk.
 @main
-struct HummingbirdExample: AsyncParsableCommand {
-    @Option(help: "The port on 127.0.0.1 (0 for any free port).")
+struct HummingbirdExample {
+    /// The port on 127.0.0.1 (`--port`, 0 for any free port).
     var port = 8080
-
-    @Option(help: "The caches' folder, which several workers may share.")
+    /// The caches' folder, which several workers may share (`--folder`).
     var folder = NSTemporaryDirectory() + "haneke-server-example"
-
-    @Option(help: "Where the original images are.")
+    /// Where the original images are (`--images`).
     var images = ExampleCaches.bundledImages
+
+    // The options by hand, not with swift-argument-parser: `swift package generate-manual` runs
+    // every executable that depends on it to document it, and built without its trait this one
+    // only says how to build it.
+    static func main() async throws {
+        var example = HummingbirdExample()
+        var arguments = CommandLine.arguments.dropFirst()
+        while let option = arguments.popFirst() {
+            guard let value = arguments.popFirst() else { usage("\(option) needs a value") }
+            switch option {
+            case "--port":
+                guard let port = Int(value) else { usage("--port takes a number, not \(value)") }
+                example.port = port
+            case "--folder": example.folder = value
+            case "--images": example.images = value
+            default: usage("unknown option \(option)")
+            }
+        }
+        try await example.run()
+    }
+
+    static func usage(_ problem: String) -> Never {
+        FileHandle.standardError.write(Data("HummingbirdExample: \(problem)\nusage: HummingbirdExample [--port PORT] [--folder FOLDER] [--images FOLDER]\n".utf8))
+        exit(2)
+    }
 
     func run() async throws {
         // Made once, shared by every request.
