@@ -277,8 +277,7 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
             try await stack.path.setValue(transformed, forKey: key)
             return
         }
-        let expiry = clock.now().addingTimeInterval(timeToLive.timeInterval)
-        try await stack.path.setEntry(StoreEntry(value: transformed, expiresAt: expiry), forKey: key)
+        try await stack.path.setEntry(StoreEntry(value: transformed, expiresAt: expiry(after: timeToLive)), forKey: key)
     }
 
     /// Caches `value` for `key` only if the format has no unexpired value for it, atomically in each
@@ -298,8 +297,12 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ) async throws -> AddResult<Value> {
         let stack = try stack(for: formatName)
         let transformed = try await stack.format.apply(to: value)
-        let expiry = timeToLive.map { clock.now().addingTimeInterval($0.timeInterval) }
-        return try await stack.path.addEntry(StoreEntry(value: transformed, expiresAt: expiry), forKey: key)
+        return try await stack.path.addEntry(StoreEntry(value: transformed, expiresAt: timeToLive.map(expiry(after:))), forKey: key)
+    }
+
+    /// When a value given `timeToLive` now expires, on the cache's clock.
+    private func expiry(after timeToLive: Duration) -> Date {
+        clock.now().addingTimeInterval(timeToLive.timeInterval)
     }
 
     /// The entry cached for `key` in a format — its value with its expiry and the time it was
@@ -433,10 +436,8 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     /// whole. The cache stays usable.
     /// - Throws: `StoreError` with code `io` when a journal cannot be written, after trying every format.
     public func shutdown() async throws {
-        for stack in formats.withLock({ Array($0.values) }) {
-            await stack.path.waitForRefreshes()
-            await stack.preload?.value
-        }
+        for stack in formats.withLock({ Array($0.values) }) { await stack.path.waitForRefreshes() }
+        await waitForPreloading()
         try await flush()
     }
 
