@@ -83,6 +83,21 @@ struct ServerExampleTests {
             throw error
         }
     }
+
+    /// The bounded-memory benchmark's probe (scripts/bench-server-memory) at a small scale: the
+    /// Haneke drivers write 2,000 keys, shut down gracefully, and a second process reads every one.
+    @Test(arguments: ["haneke-hummingbird", "haneke-vapor"])
+    func theMemoryProbeReadsEveryKeyBackAfterARestart(driver: String) async throws {
+        let folder = try TemporaryDirectory(prefix: "probe")
+        let probe = ChildProcess.binary("ServerMemoryProbe")
+        let arguments = [driver, "2000", folder.appending(driver), "\(1 << 20)"]
+        let written = try await ChildProcess.run(probe, arguments)
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(written.output.hasSuffix("readable 1000\n"), "\(written.output)")
+        let restarted = try await ChildProcess.run(probe, arguments + ["restart"])
+        #expect(restarted.status == 0, "\(restarted.stderr)")
+        #expect(restarted.output.hasSuffix("readable 2000\n"), "\(restarted.output)")
+    }
     #endif
 }
 #endif

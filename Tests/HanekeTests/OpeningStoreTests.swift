@@ -68,7 +68,10 @@ struct OpeningStoreTests {
         await #expect(throws: StoreError.self) { try await store.removeValue(forKey: "session") }
         await #expect(throws: StoreError.self) { try await store.setValue(Data("new".utf8), forKey: "profile") }
         setMode(0o700)
-        // The next operation starts another attempt (the retry interval is zero); it does not wait.
+        // Each refused operation started another attempt (the retry interval is zero), which may
+        // still be running and may have seen the folder open to its group: it ends first. The
+        // next operation then starts an attempt on the private folder; it does not wait for it.
+        await store.waitForAttempt()
         _ = try await store.value(forKey: "other")
         await store.waitForAttempt()
         #expect(await store.base != nil, "open again")
@@ -85,6 +88,7 @@ struct OpeningStoreTests {
         let store = openingFiles()
         await #expect(throws: StoreError.self) { try await store.removeAll() }
         setMode(0o700)
+        await store.waitForAttempt()   // the attempt the refused removal started, as above
         _ = try await store.value(forKey: "k")
         await store.waitForAttempt()
         #expect(await store.base?.count == 0)
@@ -120,6 +124,7 @@ struct OpeningStoreTests {
         #expect(try await large.value(forKey: "k") == nil, "the large value was not written beside the older small one")
         holder = nil
         try await holding.run {}
+        await small.waitForAttempt()   // an attempt the refused write started, on the locked database
         _ = try await small.value(forKey: "k")
         await small.waitForAttempt()
         #expect(await small.base != nil)
