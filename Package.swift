@@ -227,6 +227,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "HanekeProtocols", "BlockingWatchdog", "PrivateCacheHome", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/TestSupport"
         ),
@@ -387,7 +388,7 @@ let package = Package(
             name: "HanekeHummingbirdTests",
             dependencies: [
                 "HanekeHummingbird", "HanekeServer", "Haneke", "HanekeProtocols", "HTTPCaching", "MemoryStore", "HanekeTesting", "TestSupport",
-                // The examples, run by ServerExampleTests; the memory probe, by ServerMemoryTests.
+                // The examples and the memory probe, run by ServerExampleTests.
                 "HummingbirdExample", "VaporExample", "ServerMemoryProbe",
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),

@@ -67,7 +67,8 @@ struct PersistDriverTests {
     let directory: TemporaryDirectory
     let clock = TestClock()
 
-    init() throws {
+    init() async throws {
+        try await startNIOSingletons()
         directory = try TemporaryDirectory(prefix: "hummingbird")
     }
 

@@ -33,6 +33,10 @@ struct ResponseCacheMiddlewareTests {
     let clock = TestClock()
     let runs = Runs()
 
+    init() async throws {
+        try await startNIOSingletons()
+    }
+
     /// Routes whose responses say how they may be cached, behind the middleware.
     func makeApplication(failing: Switch = Switch()) -> some ApplicationProtocol {
         let router = Router()

@@ -63,7 +63,8 @@ struct VaporCacheTests {
     let directory: TemporaryDirectory
     let clock = TestClock()
 
-    init() throws {
+    init() async throws {
+        try await startNIOSingletons()
         directory = try TemporaryDirectory(prefix: "vapor")
     }
 
