@@ -396,7 +396,12 @@ static int isNamed(const char *name, const char *const *names, size_t count) {
 static Wait classify(const Stack *stack) {
     static const char *const lockFunctions[] = {"pthread_mutex_lock", "pthread_mutex_timedlock", "___pthread_mutex_lock",
                                                 "__lll_lock_wait", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-                                                "_lockSlow", "__pthread_once_slow"};
+                                                "_lockSlow", "__pthread_once_slow",
+                                                // Signalling a condition variable waits only for its
+                                                // internal lock, never for an event (SwiftNIO's thread
+                                                // pool signals one on every submit; 10 ms under load).
+                                                "pthread_cond_signal", "pthread_cond_broadcast",
+                                                "__pthread_cond_signal", "__pthread_cond_broadcast"};
     static const char *const nameFunctions[] = {"mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename",
                                                 "renameat", "renameat2", "stat", "stat64", "lstat", "lstat64",
                                                 "fstatat", "fstatat64", "__fstatat64", "statx", "access", "faccessat",
