@@ -7,7 +7,13 @@ import NIOPosix
 /// `Application.make` (Vapor) or a server's start (Hummingbird) in a test's task, it blocks a
 /// cooperative thread (Vapor's took 6.3 ms beside a CPU hog in CI, past the blocking watchdog's
 /// 5 ms). Once started, both are only read.
+/// The first call starts them; every later call awaits that start.
 public func startNIOSingletons() async throws {
+    try await nioSingletonsStarted.value
+}
+
+/// The one start, shared by every test.
+private let nioSingletonsStarted = Task {
     try await offThePool {
         _ = MultiThreadedEventLoopGroup.singleton
         _ = NIOSingletons.posixBlockingThreadPool
