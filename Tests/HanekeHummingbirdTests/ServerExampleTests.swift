@@ -11,6 +11,11 @@ import NIOCore
 /// TCP on loopback, two workers sharing one cache folder.
 @Suite(.timeLimit(.minutes(2)), .tags(.process))
 struct ServerExampleTests {
+    /// The test clients run on SwiftNIO's shared event loops: started off the pool first.
+    init() async throws {
+        try await startNIOSingletons()
+    }
+
     /// The port of a started example, from the line it prints once it serves.
     static func port(of running: ChildProcess.Running, after prefix: String) async throws -> Int {
         while let line = try await running.readLine() {

@@ -6,6 +6,7 @@ import LoopbackHTTPServer
 import MemoryStore
 import NIOCore
 import Testing
+import TestSupport
 
 /// Each rule through the proxy, against a real origin on loopback, on a test clock.
 struct CachingProxyTests {
@@ -249,7 +250,7 @@ struct CachingProxyTests {
             fixture.origin.answer(LoopbackHTTPServer.Response(body: Data(repeating: 0x41, count: 200), headers: [("Cache-Control", "max-age=3600")], dripInterval: .milliseconds(50)))
             var configuration = CachingProxy<MemoryStore<String, Data>>.Configuration()
             configuration.upstreamTimeout = .milliseconds(300)
-            let proxy = try CachingProxy(upstream: fixture.server.baseURL, cache: fixture.proxy.cache, group: await eventLoops(), configuration: configuration)
+            let proxy = try CachingProxy(upstream: fixture.server.baseURL, cache: fixture.proxy.cache, group: try await sharedEventLoops(), configuration: configuration)
             let response = await proxy.respond(to: ProxyRequest(target: "/slow"))
             #expect(response.status == 504)
             #expect(try await fixture.proxy.cache.lookup(HTTPCacheRequest(uri: proxy.upstreamOrigin + "/slow")) == nil)
@@ -279,7 +280,7 @@ struct CachingProxyTests {
     @Test func anUnreachableUpstreamAnswers502() async throws {
         try await ProxyFixture.run { fixture in
             let cache = HTTPCache(storage: fixture.proxy.cache.storage, policy: HTTPCachePolicy(kind: .shared), clock: fixture.clock)
-            let unreachable = try CachingProxy(upstream: URL(string: "http://127.0.0.1:1")!, cache: cache, group: await eventLoops())
+            let unreachable = try CachingProxy(upstream: URL(string: "http://127.0.0.1:1")!, cache: cache, group: try await sharedEventLoops())
             let response = await unreachable.respond(to: ProxyRequest(target: "/x"))
             #expect(response.status == 502)
             await unreachable.shutdown()

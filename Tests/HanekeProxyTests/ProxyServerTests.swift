@@ -12,7 +12,7 @@ import TestSupport
 struct ProxyServerTests {
     func withProxyServer(limits: ProxyServer.Limits = ProxyServer.Limits(), _ body: (ProxyFixture, UpstreamClient) async throws -> Void) async throws {
         try await ProxyFixture.run { fixture in
-            let group = await eventLoops()
+            let group = try await sharedEventLoops()
             let proxy = fixture.proxy
             let server = try await ProxyServer.start(
                 host: "127.0.0.1", port: 0, limits: limits, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }

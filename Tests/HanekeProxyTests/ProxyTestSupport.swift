@@ -37,13 +37,6 @@ func origin(_ status: Int = 200, _ headers: [(String, String)], body: String = "
     LoopbackHTTPServer.Response(status: status, body: Data(body.utf8), headers: headers)
 }
 
-/// NIO's shared event loops, reached from a Dispatch thread (their first use starts threads).
-func eventLoops() async -> MultiThreadedEventLoopGroup {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
-    }
-}
-
 /// A proxy (a shared cache in memory, on a test clock) in front of a real origin.
 struct ProxyFixture: Sendable {
     let origin: Origin
@@ -59,7 +52,7 @@ struct ProxyFixture: Sendable {
             let clock = TestClock()
             let memory = MemoryStore<String, Data>(clock: clock)
             let cache = HTTPCache(storage: memory, policy: HTTPCachePolicy(kind: kind), clock: clock)
-            let proxy = try CachingProxy(upstream: server.baseURL, cache: cache, group: await eventLoops(), peek: { memory.entry(forKey: $0) })
+            let proxy = try CachingProxy(upstream: server.baseURL, cache: cache, group: try await sharedEventLoops(), peek: { memory.entry(forKey: $0) })
             let fixture = ProxyFixture(origin: origin, server: server, clock: clock, proxy: proxy)
             do {
                 try await body(fixture)

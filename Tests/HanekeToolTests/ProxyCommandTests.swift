@@ -35,9 +35,7 @@ struct ProxyCommandTests {
         #expect(line.hasPrefix("haneke proxy: listening on http://127.0.0.1:"))
         let address = try #require(line.range(of: "http://127.0.0.1:"))
         let port = try #require(Int(line[address.upperBound...].prefix { $0.isNumber }))
-        let group = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: MultiThreadedEventLoopGroup.singleton) }
-        }
+        let group = try await sharedEventLoops()
         let client = UpstreamClient(
             host: "127.0.0.1", port: port, authority: "127.0.0.1:\(port)", group: group,
             maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 2

@@ -1,5 +1,5 @@
 import NIOCore
-import NIOPosix
+public import NIOPosix
 
 /// Starts SwiftNIO's shared event loops and its blocking thread pool on a thread of their own,
 /// before a test makes a framework's application. Each is started the first time it is used, and
@@ -18,4 +18,10 @@ private let nioSingletonsStarted = Task {
         _ = MultiThreadedEventLoopGroup.singleton
         _ = NIOSingletons.posixBlockingThreadPool
     }
+}
+
+/// SwiftNIO's shared event loops, started off the pool by ``startNIOSingletons()``.
+public func sharedEventLoops() async throws -> MultiThreadedEventLoopGroup {
+    try await startNIOSingletons()
+    return MultiThreadedEventLoopGroup.singleton
 }
