@@ -15,7 +15,7 @@ PREFIX ?= /usr/local
 # The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make), nginx with
 # proxy_cache (measured by wrk) and redis-benchmark as baselines.
 BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev libcurl4-openssl-dev
-TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server
+TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server openssl
 # The tests build every integration (Hummingbird, Vapor, metrics, service lifecycle): each is a
 # package trait, off for an app that does not ask for it.
 TRAITS := --enable-all-traits

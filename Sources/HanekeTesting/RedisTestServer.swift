@@ -24,31 +24,53 @@ public final class RedisTestServer: Sendable {
     public let port: Int
     /// The folder the server runs in (and logs to, in `redis.log`).
     public let directory: TemporaryDirectory
-    /// The extra arguments given to `redis-server`.
+    /// The extra arguments given to `redis-server` (the TLS ones included).
     public let arguments: [String]
+    /// The TCP port the server also listens on with TLS, when started with certificates.
+    public let tlsPort: Int?
+    /// The certificates of the TLS port, kept while the server may restart.
+    public let certificates: TLSTestCertificates?
     private let executable: String
     private let processID = Locked<pid_t?>(nil)
 
     /// The server's URL, `redis://127.0.0.1:<port>`.
     public var url: String { "redis://127.0.0.1:\(port)" }
 
+    /// The URL of the TLS port, `rediss://127.0.0.1:<tlsPort>`, when there is one.
+    public var tlsURL: String? { tlsPort.map { "rediss://127.0.0.1:\($0)" } }
+
     /// Whether the server process is running (started, and not stopped or killed by this object).
     public var isRunning: Bool { processID.withLock { $0 != nil } }
 
     /// Starts a server on a free port and waits until it answers `PING`.
-    /// - Parameter arguments: Extra arguments for `redis-server`, such as `["--requirepass", "secret"]`.
+    /// - Parameters:
+    ///   - arguments: Extra arguments for `redis-server`, such as `["--requirepass", "secret"]`.
+    ///   - tls: Certificates for a second port with TLS (``tlsPort``), beside the plain one;
+    ///     `nil` (no TLS port) by default.
+    ///   - requireClientCertificates: Whether the TLS port refuses clients without a certificate
+    ///     the authority signed (`--tls-auth-clients yes`); `false` by default.
     /// - Throws: ``RedisTestServer/Failure`` when `redis-server` is missing or does not start.
-    public init(arguments: [String] = []) async throws {
+    public init(arguments: [String] = [], tls: TLSTestCertificates? = nil, requireClientCertificates: Bool = false) async throws {
         executable = try Self.executable(named: "redis-server")
         directory = try TemporaryDirectory(prefix: "haneke-redis")
-        self.arguments = arguments
+        certificates = tls
         var lastError: (any Error)?
         // A free port may be taken between choosing it and the server binding it: try a few.
         for _ in 0..<5 {
             let candidate = try Self.freePort()
+            let tlsCandidate = try tls.map { _ in try Self.freePort() }
+            var all = arguments
+            if let tls, let tlsCandidate {
+                all += [
+                    "--tls-port", String(tlsCandidate), "--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
+                    "--tls-ca-cert-file", tls.authority, "--tls-auth-clients", requireClientCertificates ? "yes" : "no",
+                ]
+            }
             do {
-                let pid = try await Self.launch(executable, port: candidate, directory: directory, arguments: arguments)
+                let pid = try await Self.launch(executable, port: candidate, directory: directory, arguments: all)
                 port = candidate
+                tlsPort = tlsCandidate
+                self.arguments = all
                 processID.withLock { $0 = pid }
                 return
             } catch {
@@ -134,7 +156,7 @@ public final class RedisTestServer: Sendable {
         unregister(pid)
     }
 
-    /// The path of one of Redis's programs (`redis-server`, `redis-benchmark`, `redis-cli`): from the
+    /// The path of one of Redis's programs (`redis-server`, `redis-benchmark`, `redis-cli`) or of `openssl`: from the
     /// `PATH` and the usual folders; for `redis-server`, `$REDIS_SERVER` first.
     /// - Parameter name: The program's name.
     /// - Throws: A failure naming the Debian package to install when it is not found.
@@ -146,7 +168,7 @@ public final class RedisTestServer: Sendable {
             let path = "\(folder)/\(name)"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        let package = name == "redis-server" ? "redis-server" : "redis-tools"
+        let package = name == "redis-server" || name == "openssl" ? name : "redis-tools"
         throw Failure(message: "\(name) is not installed (Debian: apt-get install \(package); `make test` installs it)")
     }
 
@@ -199,6 +221,12 @@ public final class RedisTestServer: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process's: SwiftNIO's sockets and Foundation's pipes are not
+        // close-on-exec, and a server that inherited one kept a test's connection (or an openssl
+        // pipe) open after the test closed it.
+        guard let closeFrom = addCloseFrom, closeFrom(&actions, 3) == 0 else {
+            throw Failure(message: "Could not start \(executable): posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later) is missing or failed")
+        }
         // The spawning thread may block or ignore signals (Dispatch's threads block most of them),
         // and a child inherits both: give the server an empty mask and default handlers, so that
         // SIGTERM stops it.
@@ -224,6 +252,13 @@ public final class RedisTestServer: Sendable {
         }
         return pid
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+    /// module does not declare: found by name.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? =
+        dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+            unsafeBitCast($0, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        }
 
     /// Polls until the server answers `PING`, failing at once if it exits. The wait ends on one of
     /// those events, or when the task is cancelled (a test's time limit): on a loaded machine a

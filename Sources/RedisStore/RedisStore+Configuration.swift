@@ -11,7 +11,67 @@ extension RedisStore {
     /// configuration.keyPrefix = "myapp:images:"
     /// configuration.timeToLive = .seconds(24 * 3600)
     /// ```
+    ///
+    /// A `rediss://` URL, or a ``tls-swift.property``, connects over TLS:
+    ///
+    /// ```swift
+    /// var secure = try RedisStore.Configuration(url: "rediss://cache:s3cret@redis.internal:6380")
+    /// secure.tls?.certificateAuthorityFile = "/etc/myapp/redis-ca.pem"
+    /// ```
     public struct Configuration: Sendable, Hashable, CustomStringConvertible {
+        /// How a connection is secured with TLS: whom to trust, what to present, what name to
+        /// check. Certificates are read from PEM files when the store first connects; a file that
+        /// cannot be read or used fails every operation with `invalidConfiguration`, naming it.
+        public struct TLS: Sendable, Hashable {
+            /// How the server's certificate is checked.
+            public enum Verification: String, Sendable, Hashable, CaseIterable {
+                /// The certificate must chain to a trusted authority and name the server (its host
+                /// name, or its IP address when the host is one). The default.
+                case full
+                /// The certificate must chain to a trusted authority; the name in it is not checked.
+                case skipHostname
+                /// Nothing is checked: any server is believed. The connection is encrypted but not
+                /// authenticated, so anyone on the path can read and change it. For tests only.
+                case none
+            }
+
+            /// A PEM file of the certificate authorities to trust; `nil` (the system's trusted
+            /// authorities) by default.
+            public var certificateAuthorityFile: String?
+            /// A PEM file of the certificate (and any intermediates) to present to a server that
+            /// asks for one (`tls-auth-clients`); `nil` (none) by default. Needs ``privateKeyFile``.
+            public var certificateFile: String?
+            /// The PEM file of the private key of ``certificateFile``; `nil` by default.
+            public var privateKeyFile: String?
+            /// The name sent as SNI and checked against the server's certificate; `nil` (the
+            /// configuration's host) by default. With an IP address as host and no name here, no
+            /// SNI is sent and the certificate must name that address.
+            public var serverName: String?
+            /// How the server's certificate is checked; ``Verification/full`` by default.
+            public var verification: Verification
+
+            /// Creates TLS settings.
+            /// - Parameters:
+            ///   - certificateAuthorityFile: The authorities to trust; `nil` for the system's.
+            ///   - certificateFile: A client certificate to present; `nil` for none.
+            ///   - privateKeyFile: Its private key; `nil` for none.
+            ///   - serverName: The name to send and check; `nil` for the host.
+            ///   - verification: How the server's certificate is checked; `.full` by default.
+            public init(
+                certificateAuthorityFile: String? = nil,
+                certificateFile: String? = nil,
+                privateKeyFile: String? = nil,
+                serverName: String? = nil,
+                verification: Verification = .full
+            ) {
+                self.certificateAuthorityFile = certificateAuthorityFile
+                self.certificateFile = certificateFile
+                self.privateKeyFile = privateKeyFile
+                self.serverName = serverName
+                self.verification = verification
+            }
+        }
+
         /// The server's host name or IP address. `"127.0.0.1"` by default.
         public var host: String
         /// The server's TCP port. `6379` by default.
@@ -65,6 +125,9 @@ extension RedisStore {
         /// connection dropped, so each connection holds at most about this much memory for a reply;
         /// a larger write throws `valueTooLarge`.
         public var maximumValueSize: Int
+        /// TLS for every connection; `nil` (plain TCP) by default, and set by a `rediss://` URL.
+        /// The password of `AUTH` crosses the network in clear without it.
+        public var tls: TLS?
 
         /// Creates a configuration.
         /// - Parameters:
@@ -84,6 +147,7 @@ extension RedisStore {
         ///   - maximumScanRounds: The most `SCAN` rounds of one `removeAll()`; `100_000` by default,
         ///     `nil` for no limit.
         ///   - maximumValueSize: The largest value written or read; `64 MiB` by default.
+        ///   - tls: TLS for every connection; `nil` (plain TCP) by default.
         public init(
             host: String = "127.0.0.1",
             port: Int = 6379,
@@ -99,7 +163,8 @@ extension RedisStore {
             maximumReconnectDelay: Duration = .seconds(5),
             scanCount: Int = 1000,
             maximumScanRounds: Int? = 100_000,
-            maximumValueSize: Int = 64 << 20
+            maximumValueSize: Int = 64 << 20,
+            tls: TLS? = nil
         ) {
             self.host = host
             self.port = port
@@ -116,19 +181,22 @@ extension RedisStore {
             self.scanCount = scanCount
             self.maximumScanRounds = maximumScanRounds
             self.maximumValueSize = maximumValueSize
+            self.tls = tls
         }
 
         /// Creates a configuration from a URL of the form `redis://[[user]:password@]host[:port][/database]`,
-        /// with the other settings at their defaults.
+        /// or `rediss://…` for TLS, with the other settings at their defaults.
         ///
         /// `redis://127.0.0.1:6380/2`, `redis://:s3cret@cache.internal` (password only) and
         /// `redis://alice:s3cret@10.0.0.5/1` (ACL user) are all valid; the user and password may be
         /// percent-encoded, and an IPv6 address goes in brackets (`redis://[::1]:6379`).
+        /// `rediss://` sets ``tls-swift.property`` to full verification against the system's
+        /// trusted authorities; change its fields for others.
         /// - Parameters:
         ///   - url: The server's URL.
         ///   - keyPrefix: The namespace of the store's keys; `"haneke:"` by default.
         /// - Throws: `StoreError` with code `invalidConfiguration` for a URL that is not a valid
-        ///   `redis://` URL (TLS, `rediss://`, is not supported), naming what is wrong.
+        ///   `redis://` or `rediss://` URL, naming what is wrong.
         public init(url: String, keyPrefix: String = "haneke:") throws {
             self.init(keyPrefix: keyPrefix)
             let parsed = try RedisURL(url)
@@ -137,11 +205,12 @@ extension RedisStore {
             username = parsed.username
             password = parsed.password
             database = parsed.database
+            tls = parsed.secure ? TLS() : nil
         }
 
-        /// The server's URL, with the password replaced by `***`.
+        /// The server's URL, with the password replaced by `***`: `rediss://` when ``tls-swift.property`` is set.
         public var url: String {
-            var text = "redis://"
+            var text = tls == nil ? "redis://" : "rediss://"
             if password != nil {
                 text += (username.map(RedisURL.encodeUserInfo) ?? "") + ":***@"
             }
@@ -164,6 +233,8 @@ struct RedisURL {
     var username: String?
     var password: String?
     var database = 0
+    /// Whether the scheme is `rediss` (TLS).
+    var secure = false
 
     /// The longest URL accepted, in bytes.
     static let longest = 4_096
@@ -181,12 +252,13 @@ struct RedisURL {
             )
         }
         guard let schemeEnd = url.range(of: "://") else {
-            throw invalid("expected redis://[[user]:password@]host[:port][/database]")
+            throw invalid("expected redis://[[user]:password@]host[:port][/database] or rediss://…")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()
-        guard scheme == "redis" else {
-            throw invalid(scheme == "rediss" ? "TLS (rediss://) is not supported" : "the scheme must be redis://")
+        guard scheme == "redis" || scheme == "rediss" else {
+            throw invalid("the scheme must be redis:// or rediss:// (TLS)")
         }
+        secure = scheme == "rediss"
         var rest = Substring(url[schemeEnd.upperBound...])
         guard !rest.contains("?"), !rest.contains("#") else {
             throw invalid("query parameters and fragments are not supported")

@@ -92,7 +92,8 @@ public final class RedisStore: Store {
             database: configuration.database,
             connectTimeout: Self.timeAmount(configuration.connectTimeout),
             commandTimeout: Self.timeAmount(configuration.commandTimeout),
-            maximumReplySize: RESPDecoder.replySize(forValuesUpTo: configuration.effectiveMaximumValueSize)
+            maximumReplySize: RESPDecoder.replySize(forValuesUpTo: configuration.effectiveMaximumValueSize),
+            tls: configuration.tls
         )
         pool = RedisConnectionPool(
             endpoint: endpoint,

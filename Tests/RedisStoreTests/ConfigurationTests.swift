@@ -19,6 +19,19 @@ struct ConfigurationTests {
         #expect(configuration.maximumReconnectDelay == .seconds(5))
         #expect(configuration.scanCount == 1000)
         #expect(configuration.maximumScanRounds == 100_000)
+        #expect(configuration.tls == nil)
+    }
+
+    /// `rediss://` is TLS with full verification against the system's authorities; `redis://` none.
+    @Test func aRedissURLTurnsOnTLSWithFullVerification() throws {
+        let secure = try RedisStore.Configuration(url: "rediss://alice:topsecret@cache.internal:6380/1")
+        #expect(secure.tls == RedisStore.Configuration.TLS())
+        #expect(secure.tls?.verification == .full)
+        #expect(secure.tls?.certificateAuthorityFile == nil && secure.tls?.certificateFile == nil && secure.tls?.serverName == nil)
+        #expect(secure.host == "cache.internal" && secure.port == 6380 && secure.database == 1 && secure.username == "alice")
+        #expect(secure.url == "rediss://alice:***@cache.internal:6380/1")
+        #expect(try RedisStore.Configuration(url: "REDISS://[::1]").tls != nil)
+        #expect(try RedisStore.Configuration(url: "redis://cache.internal").tls == nil)
     }
 
     struct Parsed: Sendable, CustomTestStringConvertible {
@@ -55,8 +68,8 @@ struct ConfigurationTests {
 
     @Test(arguments: [
         ("localhost:6379", "expected redis://"),
-        ("http://localhost", "the scheme must be redis://"),
-        ("rediss://localhost", "TLS (rediss://) is not supported"),
+        ("http://localhost", "the scheme must be redis:// or rediss://"),
+        ("rediss://", "the host is missing"),
         ("redis://", "the host is missing"),
         ("redis://:pw@", "the host is missing"),
         ("redis://host:0", "the port \"0\" is not a number from 1 to 65535"),

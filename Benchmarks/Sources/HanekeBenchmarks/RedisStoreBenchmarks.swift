@@ -4,7 +4,8 @@ import RedisStore
 
 /// Workload R: RedisStore `setValue` and `value(forKey:)` with 4 KiB values at 1 and 16 requests in
 /// flight, against `redis-benchmark` (the C client shipped with Redis) with the same payload,
-/// keyspace and concurrency, on the same private server, interleaved in one run.
+/// keyspace and concurrency, on the same private server, interleaved in one run: over plain TCP,
+/// then over TLS (certificates made for the run; `redis-benchmark --tls`).
 ///
 /// `redis-benchmark -c N` opens N connections with one request in flight each; the store keeps its
 /// default pool of 4 connections and pipelines the N requests over them.
@@ -13,29 +14,40 @@ enum RedisStoreBenchmarks {
 
     static func run(_ scale: Scale) async throws -> [Row] {
         // Stopped at the end; on an error, the server's release kills it.
-        let server = try await RedisTestServer()
+        let certificates = try await TLSTestCertificates()
+        let server = try await RedisTestServer(tls: certificates)
         let benchmark = try RedisTestServer.executable(named: "redis-benchmark")
-        let store = try RedisStore(url: server.url, keyPrefix: "bench:")
+        var secure = try RedisStore.Configuration(url: server.tlsURL ?? "", keyPrefix: "bench:")
+        secure.tls?.certificateAuthorityFile = certificates.authority
+        let transports: [(name: String, store: RedisStore, port: Int, options: [String])] = [
+            ("", try RedisStore(url: server.url, keyPrefix: "bench:"), server.port, []),
+            (" over TLS", RedisStore(configuration: secure), server.tlsPort ?? 0, ["--tls", "--cacert", certificates.authority]),
+        ]
         var random = SystemRandomNumberGenerator()
         let value = Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
-        for key in 0..<keyspace { try await store.setValue(value, forKey: "key:\(key)") }
+        for key in 0..<keyspace { try await transports[0].store.setValue(value, forKey: "key:\(key)") }
 
         var rows: [Row] = []
-        for inFlight in [1, 16] {
-            let requests = scale.pick(inFlight == 1 ? 20_000 : 50_000, smoke: 500)
-            for command in ["set", "get"] {
-                let result = try await Measure.interleaved(rounds: scale.rounds) {
-                    try await storeRate(store, command: command, value: value, requests: requests, inFlight: inFlight)
-                } baseline: {
-                    try redisBenchmarkRate(benchmark, port: server.port, command: command, requests: requests, inFlight: inFlight)
+        for transport in transports {
+            for inFlight in [1, 16] {
+                let requests = scale.pick(inFlight == 1 ? 20_000 : 50_000, smoke: 500)
+                for command in ["set", "get"] {
+                    let result = try await Measure.interleaved(rounds: scale.rounds) {
+                        try await storeRate(transport.store, command: command, value: value, requests: requests, inFlight: inFlight)
+                    } baseline: {
+                        try redisBenchmarkRate(
+                            benchmark, port: transport.port, options: transport.options, command: command, requests: requests, inFlight: inFlight
+                        )
+                    }
+                    let options = transport.options.isEmpty ? "" : " --tls --cacert CA"
+                    rows.append(Row(
+                        workload: "R", name: "RedisStore \(command)\(transport.name)", variant: "4 KiB, \(inFlight) in flight",
+                        subject: Figure(label: command == "set" ? "setValue" : "value(forKey:)", value: result.subject, unit: "ops/s"),
+                        baseline: Figure(label: "redis-benchmark -c \(inFlight)", value: result.baseline, unit: "ops/s"),
+                        ratio: result.subject / result.baseline, goal: "figure", met: nil,
+                        note: "redis-benchmark -p PORT\(options) -t \(command) -d 4096 -r \(keyspace) -c \(inFlight) -n \(requests) --csv"
+                    ))
                 }
-                rows.append(Row(
-                    workload: "R", name: "RedisStore \(command)", variant: "4 KiB, \(inFlight) in flight",
-                    subject: Figure(label: command == "set" ? "setValue" : "value(forKey:)", value: result.subject, unit: "ops/s"),
-                    baseline: Figure(label: "redis-benchmark -c \(inFlight)", value: result.baseline, unit: "ops/s"),
-                    ratio: result.subject / result.baseline, goal: "figure", met: nil,
-                    note: "redis-benchmark -p PORT -t \(command) -d 4096 -r \(keyspace) -c \(inFlight) -n \(requests) --csv"
-                ))
             }
         }
         await server.stop()
@@ -68,9 +80,9 @@ enum RedisStoreBenchmarks {
     }
 
     /// The requests per second `redis-benchmark` reports for the same test.
-    static func redisBenchmarkRate(_ path: String, port: Int, command: String, requests: Int, inFlight: Int) throws -> Double {
+    static func redisBenchmarkRate(_ path: String, port: Int, options: [String] = [], command: String, requests: Int, inFlight: Int) throws -> Double {
         let (status, data) = try Tools.output(path, [
-            "-h", "127.0.0.1", "-p", String(port), "-t", command, "-d", "4096", "-r", String(keyspace),
+            "-h", "127.0.0.1", "-p", String(port)] + options + ["-t", command, "-d", "4096", "-r", String(keyspace),
             "-c", String(inFlight), "-n", String(requests), "--csv",
         ])
         // "test","rps",… then "SET","45045.04",…

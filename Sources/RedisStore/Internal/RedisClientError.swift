@@ -2,6 +2,7 @@ import HanekeProtocols
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,6 +26,8 @@ enum RedisClientError: Error, CustomStringConvertible {
     case shutDown
     /// The server answered a command with an error reply (`-WRONGTYPE …`, `-NOAUTH …`).
     case errorReply(String)
+    /// The TLS settings cannot be used: a certificate or key file is missing or unreadable.
+    case invalidTLSConfiguration(String)
 
     var description: String {
         switch self {
@@ -47,6 +50,8 @@ enum RedisClientError: Error, CustomStringConvertible {
         case .errorReply(let message):
             // The server's words, escaped and cut (a reply may hold terminal escapes, or 60 KB).
             "Redis answered with an error: \(Logger.describe(message))"
+        case .invalidTLSConfiguration(let reason):
+            reason
         }
     }
 
@@ -65,6 +70,8 @@ enum RedisClientError: Error, CustomStringConvertible {
             .timeout
         case .malformedReply:
             .io
+        case .invalidTLSConfiguration:
+            .invalidConfiguration
         case .connectionClosed, .connectFailed, .backingOff, .shutDown:
             .unavailable
         }
@@ -94,9 +101,30 @@ enum RedisClientError: Error, CustomStringConvertible {
             return String(cString: strerror(error.errnoCode))
         case ChannelError.connectTimeout(let timeout):
             return "no connection within \(describe(timeout))"
+        case RedisClientError.connectionClosed(let cause?):
+            // The handshake's first command failed with its connection: say why it closed.
+            return describeConnectFailure(cause)
+        case NIOSSLError.handshakeFailed(let failure):
+            return "the TLS handshake failed: \(describeTLSFailure(failure))"
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "the TLS handshake failed: the server's certificate does not name the host (\(error))"
         default:
             return "\(error)"
         }
+    }
+
+    /// BoringSSL's reasons, without its error numbers: `CERTIFICATE_VERIFY_FAILED`, `WRONG_VERSION_NUMBER`.
+    private static func describeTLSFailure(_ failure: BoringSSLError) -> String {
+        guard case .sslError(let errors) = failure, !errors.isEmpty else { return "\(failure)" }
+        return errors.map { error in
+            // "Error: 268435581 error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED at handshake.cc:320"
+            let text = "\(error)"
+            let message = text.split(separator: " at ", maxSplits: 1).first ?? text[...]
+            let reason = message.split(separator: ":").last.map { String($0) } ?? text
+            return reason == "CERTIFICATE_VERIFY_FAILED"
+                ? "CERTIFICATE_VERIFY_FAILED (the server's certificate does not chain to a trusted authority, or has expired)"
+                : reason
+        }.joined(separator: ", ")
     }
 
     static func describe(_ amount: TimeAmount) -> String {

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// Where and how to connect: the parts of the store's configuration a connection needs.
 struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
@@ -12,6 +13,8 @@ struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
     var commandTimeout: TimeAmount
     /// The most bytes a reply may hold (``RESPDecoder/maximumReplySize``).
     var maximumReplySize: Int = RESPDecoder.maximumReplySize
+    /// TLS settings; `nil` for plain TCP.
+    var tls: RedisStore.Configuration.TLS? = nil
 
     /// `host:port`, with brackets around an IPv6 address.
     var description: String {
@@ -56,9 +59,12 @@ final class RedisConnection: Sendable {
     /// `SELECT` when the database is not 0, otherwise `PING` (so that a server that accepts the TCP
     /// connection but does not answer counts as down). Runs on the event loop from start to end,
     /// so that connecting never waits for a thread of Swift's cooperative pool. The connect timeout
-    /// covers both: the handshake gets what the TCP connection left of it.
+    /// covers both: the handshake gets what the TCP connection left of it. With `tls`, the TLS
+    /// handshake comes first, within the same timeout.
     /// - Returns: The connection; fails with `RedisClientError.connectFailed` or `.handshakeRefused`.
-    static func connect(to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup) -> EventLoopFuture<RedisConnection> {
+    static func connect(
+        to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup, tls: NIOSSLContext? = nil
+    ) -> EventLoopFuture<RedisConnection> {
         let eventLoop = group.next()
         let deadline = NIODeadline.now() + endpoint.connectTimeout
         return ClientBootstrap(group: eventLoop)
@@ -66,6 +72,10 @@ final class RedisConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls, let settings = endpoint.tls {
+                        let serverHostname = settings.serverHostname(connectingTo: endpoint.host)
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
+                    }
                     try channel.pipeline.syncOperations.addHandlers(
                         ByteToMessageHandler(RESPDecoder(maximumReplySize: endpoint.maximumReplySize)),
                         MessageToByteHandler(RESPEncoder()),

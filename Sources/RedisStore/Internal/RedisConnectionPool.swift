@@ -2,6 +2,7 @@ import HanekeProtocols
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A fixed number of connections to one Redis server, opened on demand and reopened on demand.
@@ -17,6 +18,9 @@ final class RedisConnectionPool: Sendable {
     private let backoff: ReconnectBackoff
     private let logger: Logger
     private let state: Locked<State>
+    /// The TLS context, once made (or why it cannot be): made at the first connection, on the
+    /// I/O executor, since it reads certificate files.
+    private let tlsContext = Locked<Result<NIOSSLContext, RedisClientError>?>(nil)
 
     private enum Slot {
         case idle
@@ -146,6 +150,7 @@ final class RedisConnectionPool: Sendable {
     /// is unreachable, and only the command that started it waits for it).
     private func connection() async throws -> RedisConnection {
         let group = try await Self.eventLoopGroup()
+        let tls = try await tls()
         let now = NIODeadline.now()
         let action = state.withLock { state -> Action in
             guard !state.isShutDown else { return .fail(.shutDown) }
@@ -201,16 +206,28 @@ final class RedisConnectionPool: Sendable {
         }
         switch action {
         case .use(let connection, let attempt):
-            if let attempt { start(attempt, on: group) }
+            if let attempt { start(attempt, on: group, tls: tls) }
             return connection
         case .wait(let future):
             return try await Self.value(of: future)
         case .fail(let error):
             throw error
         case .connect(let attempt):
-            start(attempt, on: group)
+            start(attempt, on: group, tls: tls)
             return try await Self.value(of: attempt.promise.futureResult)
         }
+    }
+
+    /// The TLS context of the endpoint's settings, `nil` without TLS. The first call makes it on the
+    /// I/O executor; settings that cannot be used fail this and every later call alike.
+    private func tls() async throws -> NIOSSLContext? {
+        guard let settings = endpoint.tls else { return nil }
+        if let made = tlsContext.withLock({ $0 }) { return try made.get() }
+        let made = try await IOExecutor.shared.run { Result { () throws(RedisClientError) in try settings.makeContext() } }
+        return try tlsContext.withLock { context in
+            if context == nil { context = made }
+            return context!
+        }.get()
     }
 
     /// Whether NIO's shared event loop group has started.
@@ -238,9 +255,9 @@ final class RedisConnectionPool: Sendable {
         return Attempt(promise: promise, slot: slot, id: id, failures: failures)
     }
 
-    private func start(_ attempt: Attempt, on group: any EventLoopGroup) {
+    private func start(_ attempt: Attempt, on group: any EventLoopGroup, tls: NIOSSLContext?) {
         let endpoint = endpoint
-        attempt.promise.completeWith(RedisConnection.connect(to: endpoint, id: attempt.id, group: group))
+        attempt.promise.completeWith(RedisConnection.connect(to: endpoint, id: attempt.id, group: group, tls: tls))
         attempt.promise.futureResult.whenComplete { result in
             self.finishConnecting(slot: attempt.slot, id: attempt.id, failures: attempt.failures, result: result)
         }

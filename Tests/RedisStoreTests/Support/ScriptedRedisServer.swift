@@ -1,6 +1,8 @@
 import HanekeProtocols
 import NIOCore
 import NIOPosix
+import NIOSSL
+import NIOTLS
 @testable import RedisStore
 import Synchronization
 
@@ -22,6 +24,7 @@ final class ScriptedRedisServer: Sendable {
     private let accepted = Atomic<Int>(0)
     private let closed = Atomic<Int>(0)
     private let commands = Locked<[String]>([])
+    private let names: Locked<[String?]>
 
     /// Connections accepted so far.
     var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
@@ -29,26 +32,47 @@ final class ScriptedRedisServer: Sendable {
     var connectionsClosed: Int { closed.load(ordering: .relaxed) }
     /// The names of the commands received, in order.
     var commandNames: [String] { commands.withLock { $0 } }
+    /// With TLS, the server name (SNI) each connection's client sent, `nil` for none, in order.
+    var serverNames: [String?] { names.withLock { $0 } }
 
     var url: String { "redis://127.0.0.1:\(port)" }
 
-    private init(port: Int, listener: any Channel) {
+    private init(port: Int, listener: any Channel, names: Locked<[String?]>) {
         self.port = port
         self.listener = listener
+        self.names = names
     }
 
-    /// Starts a server that answers each command (an array of bulk strings) with `answer`.
-    static func start(answer: @escaping @Sendable (_ name: String, _ arguments: [String]) -> Answer) async throws -> ScriptedRedisServer {
+    /// Starts a server that answers each command (an array of bulk strings) with `answer`; with
+    /// `tls`, over TLS, recording the server name each client sends (``serverNames``).
+    static func start(
+        tls: NIOSSLContext? = nil,
+        answer: @escaping @Sendable (_ name: String, _ arguments: [String]) -> Answer
+    ) async throws -> ScriptedRedisServer {
+        let names = Locked<[String?]>([])
         let server = try await ServerBootstrap(group: RedisConnectionPool.eventLoopGroup())
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // An address, not a host name: NIO resolves a name with getaddrinfo on the calling thread.
             .bind(to: try SocketAddress(ipAddress: "127.0.0.1", port: 0)) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder()))
+                    let decoder = ByteToMessageHandler(RESPDecoder())
+                    if let tls {
+                        // The client's hello is read for its server name, then TLS takes over
+                        // between it and the decoder.
+                        let before = NIOLoopBound(decoder, eventLoop: channel.eventLoop)
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SNIHandler { result in
+                            let name: String? = if case .hostname(let name) = result { name } else { nil }
+                            names.withLock { $0.append(name) }
+                            return channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls), position: .before(before.value))
+                            }
+                        }))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(decoder)
                     return try NIOAsyncChannel<RESPValue, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
-        let instance = ScriptedRedisServer(port: server.channel.localAddress!.port!, listener: server.channel)
+        let instance = ScriptedRedisServer(port: server.channel.localAddress!.port!, listener: server.channel, names: names)
         Task {
             try? await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { connections in
