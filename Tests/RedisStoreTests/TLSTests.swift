@@ -22,6 +22,9 @@ struct TLSTests {
         configuration.tls?.certificateAuthorityFile = server.certificates?.authority
         configuration.minimumReconnectDelay = .milliseconds(10)
         configuration.maximumReconnectDelay = .milliseconds(100)
+        // A handshake's cryptography in a debug build beside a CPU hog may take longer than the
+        // default second; these tests are about what fails, not how fast.
+        configuration.connectTimeout = .seconds(30)
         return configuration
     }
 
@@ -84,6 +87,7 @@ struct TLSTests {
             configuration.tls?.certificateAuthorityFile = certificates.authority
             configuration.tls?.serverName = serverName
             configuration.connectionCount = 1
+            configuration.connectTimeout = .seconds(30)
             return configuration
         }
         let byAddress = await Self.failure(try configuration("127.0.0.1"))
