@@ -314,17 +314,21 @@ extension SQLiteStoreTests {
     @Test func storesOpeningADatabaseOf030AtOnceUpgradeItOnce() async throws {
         try installFixture()
         let folder = folder
+        // A released store closes its database on its executor: with one job at a time there, a
+        // job submitted after the last store is released runs once every connection has closed.
+        let closing = IOExecutor(width: 1, label: "closing")
         let values = try await withThrowingTaskGroup(of: Data?.self) { group in
             for _ in 0..<6 {
                 group.addTask {
                     try await IOExecutor.shared.run {
-                        let store = try SQLiteStore(directory: folder, configuration: .init(capacity: nil, clock: TestClock()))
+                        let store = try SQLiteStore(directory: folder, configuration: .init(capacity: nil, clock: TestClock()), executor: closing)
                         return try store.value(forKey: "plain")
                     }
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
+        try await closing.run {}
         #expect(values == Array(repeating: Data("a value without a lifetime".utf8), count: 6))
         #expect(try integer("PRAGMA user_version") == 2)
     }
