@@ -19,7 +19,7 @@ struct FaultTests {
     @Test(.tags(.redis, .process)) func withRedisDownEveryOperationThrowsUnavailableQuickly() async throws {
         let server = try await RedisTestServer()
         try await withServer(server, shutdown: { await $0.stop() }) { server in
-            let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            let store = RedisStore(configuration: try Self.configuration(server.url), logger: .quiet)
             try await store.setValue(Data("v".utf8), forKey: "k")
             await server.kill()
 
@@ -54,7 +54,7 @@ struct FaultTests {
     @Test(.tags(.redis, .process)) func aServerThatNeverListenedIsUnavailableAndNamesTheKey() async throws {
         let server = try await RedisTestServer()
         await server.stop()   // a port that was just free: nothing listens on it now
-        let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+        let store = RedisStore(configuration: try Self.configuration(server.url), logger: .quiet)
         await #expect {
             _ = try await store.value(forKey: "greeting")
         } throws: { error in
@@ -70,9 +70,9 @@ struct FaultTests {
     @Test(.tags(.redis, .process)) func aChainReadsRedisDownAsAMiss() async throws {
         let server = try await RedisTestServer()
         await server.stop()
-        let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+        let redis = RedisStore(configuration: try Self.configuration(server.url), logger: .quiet)
         let memory = MemoryStore<String, Data>(name: "memory")
-        let chain = memory.chained(to: redis, logger: Self.quiet).fetching(from: ClosureFetcher { key in Data("fetched \(key)".utf8) }, logger: Self.quiet)
+        let chain = memory.chained(to: redis, logger: .quiet).fetching(from: ClosureFetcher { key in Data("fetched \(key)".utf8) }, logger: .quiet)
 
         #expect(try await chain.fetch("a") == Data("fetched a".utf8))
         #expect(try await chain.fetch("a") == Data("fetched a".utf8))   // a memory hit
@@ -98,7 +98,7 @@ struct FaultTests {
             var configuration = try Self.configuration(server.url)
             configuration.commandTimeout = .milliseconds(200)
             configuration.connectionCount = 1
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
 
             let start = ContinuousClock.now
             await #expect {
@@ -123,7 +123,7 @@ struct FaultTests {
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             var configuration = try Self.configuration(server.url)   // an hour's command timeout
             configuration.connectionCount = 1
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
             try await store.ping()
 
             let read = Task { try await store.value(forKey: "k") }
@@ -152,7 +152,7 @@ struct FaultTests {
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             var configuration = try Self.configuration(server.url)
             configuration.connectionCount = 1
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
 
             await #expect {
                 _ = try await store.value(forKey: "k")
@@ -177,7 +177,7 @@ struct FaultTests {
             name == "PING" ? .bytes("+PONG\r\n") : .bytes("-" + hostile + "\r\n")
         }
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
-            let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            let store = RedisStore(configuration: try Self.configuration(server.url), logger: .quiet)
             let error = try #require(await #expect(throws: StoreError.self) { try await store.value(forKey: "k") })
             let text = "\(error)"
             #expect(text.contains("Redis answered with an error: ERR \\u{1b}[2J\\u{7}\\u{8}xxx"), "\(text.prefix(300))")
@@ -196,7 +196,7 @@ struct FaultTests {
             var configuration = try Self.configuration(server.url)
             configuration.maximumValueSize = 4 << 10
             configuration.connectionCount = 1
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
             let error = try #require(await #expect(throws: StoreError.self) { try await store.value(forKey: "k") })
             #expect("\(error)".contains("malformed RESP reply"), "\(error)")
             try await waitUntil { server.connectionsClosed == 1 }
@@ -220,7 +220,7 @@ struct FaultTests {
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             var configuration = try Self.configuration(server.url)
             configuration.connectionCount = 1
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
             #expect(try await store.value(forKey: "k") == Data("ok".utf8))
             #expect(server.connectionsAccepted == 2)
             #expect(server.commandNames == ["PING", "GET", "PING", "GET"])
@@ -243,7 +243,7 @@ struct FaultTests {
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             var configuration = try Self.configuration(server.url)
             configuration.maximumScanRounds = 25
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
 
             await #expect {
                 try await store.removeAll()
@@ -301,7 +301,7 @@ struct FaultTests {
                     #expect(log.lines.contains { $0.contains("its operations fail with `authentication`") }, "\(log.lines)")
                 }
 
-                let right = RedisStore(configuration: try Self.configuration("redis://:s3cret@127.0.0.1:\(guarded.port)"), logger: Self.quiet)
+                let right = RedisStore(configuration: try Self.configuration("redis://:s3cret@127.0.0.1:\(guarded.port)"), logger: .quiet)
                 defer { right.shutdown() }
                 try await right.setValue(Data("v".utf8), forKey: "k")
                 #expect(try await right.value(forKey: "k") == Data("v".utf8))
@@ -365,19 +365,19 @@ struct FaultTests {
     @Test(.tags(.redis, .process, .disk)) func aChainKeepsAnsweringWhenRedisIsKilledMidLoadAndUsesItAgainAfterARestart() async throws {
         let server = try await RedisTestServer()
         try await withServer(server, shutdown: { await $0.stop() }) { server in
-            let redis = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            let redis = RedisStore(configuration: try Self.configuration(server.url), logger: .quiet)
             let directory = try TemporaryDirectory()
             // Small upper tiers, so that many reads reach Redis.
             let memory = MemoryStore<String, Data>(countLimit: 24, name: "memory")
             let disk = try FileStore(directory: directory.path, capacity: 48 << 10)
             let fetched = Locked(0)
             let chain = memory
-                .chained(to: disk.compressed(), logger: Self.quiet)
-                .chained(to: redis, logger: Self.quiet)
+                .chained(to: disk.compressed(), logger: .quiet)
+                .chained(to: redis, logger: .quiet)
                 .fetching(from: ClosureFetcher { (key: String) in
                     fetched.withLock { $0 += 1 }
                     return Self.value(for: key)
-                }, logger: Self.quiet)
+                }, logger: .quiet)
 
             func redisStatistics() -> StoreStatistics { redis.statistics }
 
@@ -435,12 +435,6 @@ struct FaultTests {
 
     // MARK: - Helpers
 
-    static let quiet: Logger = {
-        var logger = Logger(label: "haneke.test.quiet")
-        logger.logLevel = .critical
-        return logger
-    }()
-
     /// A configuration for a server that tests stop and start: short reconnect delays, and
     /// timeouts of an hour, far beyond the suite's time limit: an operation that waited for one
     /// fails its test by the limit, however slow the machine.
@@ -477,7 +471,7 @@ extension FaultTests {
             }
         }
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
-            let store = RedisStore(configuration: try Self.configuration(server.url), logger: Self.quiet)
+            let store = RedisStore(configuration: try Self.configuration(server.url), logger: .quiet)
             #expect(try await store.attributes(forKey: "k") == EntryAttributes())
             #expect(server.commandNames == ["PING", "EVAL"])
             let arguments = scripts.withLock { $0 }.first ?? []
@@ -499,7 +493,7 @@ extension FaultTests {
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             var configuration = try Self.configuration(server.url)
             configuration.connectionCount = 1
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
             let error = await #expect(throws: StoreError.self) { _ = try await store.addEntry(StoreEntry(value: Data("v".utf8)), forKey: "k") }
             #expect(error?.code == .unavailable)
             #expect(server.commandNames == ["PING", "SET"])

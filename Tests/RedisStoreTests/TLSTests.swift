@@ -28,15 +28,9 @@ struct TLSTests {
         return configuration
     }
 
-    private static let quiet: Logger = {
-        var logger = Logger(label: "haneke.test.quiet")
-        logger.logLevel = .critical
-        return logger
-    }()
-
     /// What reading a key throws, as text, with its code.
     private static func failure(_ configuration: RedisStore.Configuration) async -> (code: StoreError.Code?, text: String) {
-        let store = RedisStore(configuration: configuration, logger: quiet)
+        let store = RedisStore(configuration: configuration, logger: .quiet)
         do {
             _ = try await store.value(forKey: "k")
             return (nil, "no error")
@@ -163,7 +157,7 @@ struct TLSTests {
         badKey.tls?.privateKeyFile = empty
         cases.append((badKey, "the private key file \(empty) could not be read as a PEM private key"))
         for (configuration, reason) in cases {
-            let store = RedisStore(configuration: configuration, logger: Self.quiet)
+            let store = RedisStore(configuration: configuration, logger: .quiet)
             for _ in 0..<2 {
                 await #expect {
                     try await store.setValue(Data(), forKey: "k")
