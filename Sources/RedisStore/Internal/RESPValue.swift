@@ -45,6 +45,14 @@ enum RESPValue: Hashable, Sendable {
         }
     }
 
+    /// The channel and payload of a message published to a channel this connection subscribes to
+    /// (`*3 $7 message $<channel> <payload>`); `nil` for anything else.
+    var publishedMessage: (channel: String, payload: RESPValue)? {
+        guard case .array(let elements?) = self, elements.count == 3, elements[0].text == "message",
+              let channel = elements[1].text else { return nil }
+        return (channel, elements[2])
+    }
+
     /// The reply in a line, for error messages: strings and errors escaped and cut
     /// (`Logger.describe`), other types by their shape.
     var summary: String {

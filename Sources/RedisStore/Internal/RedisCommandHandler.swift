@@ -35,6 +35,16 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     private var timerDeadline = NIODeadline.distantFuture
     /// Set once the connection is no longer usable.
     private var failure: RedisClientError?
+    /// Where a subscribed connection's messages go (``RESPValue/publishedMessage``), which answer
+    /// no command; `nil` on a connection that does not subscribe, where such a value is a reply.
+    private let onMessage: (@Sendable (_ channel: String, _ payload: RESPValue) -> Void)?
+
+    /// Creates the handler of one connection.
+    /// - Parameter onMessage: For a connection that subscribes to channels: called on the event
+    ///   loop with each published message, in order.
+    init(onMessage: (@Sendable (_ channel: String, _ payload: RESPValue) -> Void)? = nil) {
+        self.onMessage = onMessage
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
@@ -53,6 +63,10 @@ final class RedisCommandHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let reply = unwrapInboundIn(data)
+        if let onMessage, let (channel, payload) = reply.publishedMessage {
+            onMessage(channel, payload)
+            return
+        }
         guard let oldest = pending.popFirst() else {
             let error = RESPProtocolError(reason: "a reply arrived when no command was waiting for one (\(reply.summary))")
             fail(with: .malformedReply(error), context: context)

@@ -61,9 +61,12 @@ final class RedisConnection: Sendable {
     /// so that connecting never waits for a thread of Swift's cooperative pool. The connect timeout
     /// covers both: the handshake gets what the TCP connection left of it. With `tls`, the TLS
     /// handshake comes first, within the same timeout.
+    /// - Parameter onMessage: For a connection that will subscribe to channels: where their
+    ///   messages go (``RedisCommandHandler/init(onMessage:)``).
     /// - Returns: The connection; fails with `RedisClientError.connectFailed` or `.handshakeRefused`.
     static func connect(
-        to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup, tls: NIOSSLContext? = nil
+        to endpoint: RedisEndpoint, id: Int, group: any EventLoopGroup, tls: NIOSSLContext? = nil,
+        onMessage: (@Sendable (_ channel: String, _ payload: RESPValue) -> Void)? = nil
     ) -> EventLoopFuture<RedisConnection> {
         let eventLoop = group.next()
         let deadline = NIODeadline.now() + endpoint.connectTimeout
@@ -79,7 +82,7 @@ final class RedisConnection: Sendable {
                     try channel.pipeline.syncOperations.addHandlers(
                         ByteToMessageHandler(RESPDecoder(maximumReplySize: endpoint.maximumReplySize)),
                         MessageToByteHandler(RESPEncoder()),
-                        RedisCommandHandler()
+                        RedisCommandHandler(onMessage: onMessage)
                     )
                 }
             }

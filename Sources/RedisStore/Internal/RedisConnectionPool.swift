@@ -15,7 +15,7 @@ import Synchronization
 /// timeout, a malformed reply) returns its slot to idle, and the next command reconnects it.
 final class RedisConnectionPool: Sendable {
     let endpoint: RedisEndpoint
-    private let backoff: ReconnectBackoff
+    let backoff: ReconnectBackoff
     private let logger: Logger
     private let state: Locked<State>
     /// The TLS context, once made (or why it cannot be): made at the first connection, on the
@@ -220,7 +220,7 @@ final class RedisConnectionPool: Sendable {
 
     /// The TLS context of the endpoint's settings, `nil` without TLS. The first call makes it on the
     /// I/O executor; settings that cannot be used fail this and every later call alike.
-    private func tls() async throws -> NIOSSLContext? {
+    func tls() async throws -> NIOSSLContext? {
         guard let settings = endpoint.tls else { return nil }
         if let made = tlsContext.withLock({ $0 }) { return try made.get() }
         let made = try await IOExecutor.shared.run { Result { () throws(RedisClientError) in try settings.makeContext() } }
