@@ -144,7 +144,7 @@ extension RedisStore {
                     throw unexpected(reply, operation, key: key)
                 }
             }
-            let read = try await send(.command("GET", [redisKey(key)]), operation, key: key)
+            let read = try await send(.command("GET", [redisKey(key)]), operation, key: key, reads: true)
             let existing: ByteBuffer
             switch read {
             case .bulkString(let bytes?): existing = bytes
@@ -238,7 +238,7 @@ extension RedisStore {
     /// The entry for `key` (`GET`), or `nil` when there is none or it has expired; counted.
     func readEntry(forKey key: String) async throws -> StoreEntry<Data>? {
         try Task.checkCancellation()
-        let reply = try await send(.command("GET", [redisKey(key)]), "read", key: key)
+        let reply = try await send(.command("GET", [redisKey(key)]), "read", key: key, reads: true)
         switch reply {
         case .bulkString(let bytes?):
             let envelope = try decode(bytes, "read", key: key)
@@ -263,7 +263,7 @@ extension RedisStore {
         let reply = try await send(.command("EVAL", [
             ByteBuffer(string: Self.readPrefixScript), ByteBuffer(string: "1"), redisKey(key),
             ByteBuffer(string: String(Envelope.maximumPrefixSize - 1)),
-        ]), operation, key: key)
+        ]), operation, key: key, reads: true)
         switch reply {
         case .bulkString(let bytes?): return bytes
         case .bulkString(nil): return nil

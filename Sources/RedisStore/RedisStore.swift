@@ -56,6 +56,8 @@ public final class RedisStore: Store {
     let logger: Logger
 
     let pool: RedisConnectionPool
+    /// The tracking of keys for invalidation notices, once a ``CoherentStore`` asked for it.
+    let tracking = Locked<Tracking?>(nil)
     let counter = StatisticsCounter()
     private let prefix: ByteBuffer
     /// The store's lifetime in whole milliseconds (rounded up); `nil` for none, or a century or more.
@@ -127,6 +129,7 @@ public final class RedisStore: Store {
     }
 
     deinit {
+        tracking.withLock { $0 }?.stop()
         pool.shutDown()
     }
 
@@ -202,7 +205,7 @@ public final class RedisStore: Store {
                 ByteBuffer(string: cursor), ByteBuffer(string: "MATCH"), pattern,
                 ByteBuffer(string: "COUNT"), ByteBuffer(string: scanCount),
             ])
-            let reply = try await send(command, "remove all keys", key: nil)
+            let reply = try await send(command, "remove all keys", key: nil, reads: true)
             guard case .array(let parts?) = reply, parts.count == 2, let next = parts[0].text,
                   case .array(let found?) = parts[1] else {
                 throw unexpected(reply, "remove all keys", key: nil)
@@ -233,14 +236,26 @@ public final class RedisStore: Store {
     /// - Throws: `StoreError` with code `unavailable`, `authentication`, `timeout` or `io`.
     /// - Performs network I/O: one round trip, after opening a connection if none is open.
     public func ping() async throws {
-        let reply = try await send(.command("PING"), "ping", key: nil, counted: false)
+        let reply = try await send(.command("PING"), "ping", key: nil, counted: false, reads: true)
         guard case .simpleString("PONG") = reply else { throw unexpected(reply, "ping", key: nil, counted: false) }
     }
 
     /// Closes the store's connections. Operations afterwards throw `unavailable`. Called when the
     /// store is released.
     public func shutdown() {
+        tracking.withLock { $0 }?.stop()
         pool.shutDown()
+    }
+
+    /// The tracking of this store's keys for invalidation notices, started at the first call
+    /// (by the first ``CoherentStore`` over this store).
+    func startTracking(pingInterval: Duration) -> Tracking {
+        tracking.withLock { tracking in
+            if let tracking { return tracking }
+            let started = Tracking(pool: pool, prefix: configuration.keyPrefix, pingInterval: pingInterval, logger: logger)
+            tracking = started
+            return started
+        }
     }
 
     /// The Redis key under which the value for `key` is stored: the prefix, then the key.
@@ -270,10 +285,22 @@ public final class RedisStore: Store {
     }
 
     /// Sends `command`; an error reply or a failure becomes a `StoreError` naming the key.
-    func send(_ command: RESPValue, _ operation: String, key: String?, counted: Bool = true, retrying: Bool = true) async throws -> RESPValue {
+    /// While a ``CoherentStore`` keeps layers coherent with this store, a command that may modify
+    /// a key (any but those marked `reads`) goes through the tracking connection, whose own
+    /// modifications the server does not notice to this machine; should that connection fail, a
+    /// command that may be sent again goes through the pool.
+    func send(_ command: RESPValue, _ operation: String, key: String?, counted: Bool = true, retrying: Bool = true, reads: Bool = false) async throws -> RESPValue {
         let reply: RESPValue
         do {
-            reply = try await pool.send(command, retrying: retrying)
+            if !reads, let writer = tracking.withLock({ $0?.writer }) {
+                do {
+                    reply = try await RedisConnectionPool.value(of: writer.send(command, timeout: pool.endpoint.commandTimeout))
+                } catch let error as RedisClientError where error.isRetryable && retrying {
+                    reply = try await pool.send(command, retrying: retrying)
+                }
+            } else {
+                reply = try await pool.send(command, retrying: retrying)
+            }
         } catch let cancellation as CancellationError {
             throw cancellation
         } catch {

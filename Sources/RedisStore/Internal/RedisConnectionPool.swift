@@ -101,7 +101,7 @@ final class RedisConnectionPool: Sendable {
 
     /// The future's value, or `CancellationError` as soon as the task is cancelled: whichever
     /// comes first resumes the continuation, exactly once.
-    private static func value<Value: Sendable>(of future: EventLoopFuture<Value>) async throws -> Value {
+    static func value<Value: Sendable>(of future: EventLoopFuture<Value>) async throws -> Value {
         let wait = Locked<Wait<Value>>(.notYet)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in

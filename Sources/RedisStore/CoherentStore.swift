@@ -1,0 +1,413 @@
+public import Foundation
+public import HanekeProtocols
+public import Logging
+public import Synchronization
+
+/// Layers on this machine — memory, disk, or a chain of them — in front of a Redis tier that
+/// other machines share, kept coherent with it: when another client changes or removes a key, or
+/// the key expires or is evicted on the server, the key is removed from the local layers.
+///
+/// ```swift
+/// import Foundation
+/// import HanekeProtocols
+/// import MemoryStore
+/// import RedisStore
+///
+/// func makeStack() throws -> CoherentStore<MemoryStore<String, Data>, RedisStore> {
+///     let redis = try RedisStore(url: "redis://127.0.0.1:6379", keyPrefix: "sessions:")
+///     return MemoryStore<String, Data>(costLimit: 64 << 20).coherent(with: redis)
+/// }
+/// ```
+///
+/// It uses Redis's server-assisted client-side caching (Redis 6 or later, and Valkey), with the
+/// server keeping no state per key:
+///
+/// - **Notices.** A connection of its own subscribes to the invalidation channel; another, which
+///   the store sends its own modifications through, turns tracking on for the store's key prefix
+///   (`CLIENT TRACKING ON REDIRECT … BCAST PREFIX <prefix> NOLOOP`). The server then notices every
+///   key of the prefix that any other client modifies, and every one that expires or is evicted;
+///   this machine's own writes empty none of its own layers.
+/// - **Reads before notices.** A read that misses the local layers takes a mark of the key before
+///   it reads Redis, and stores what it read in the local layers only if no notice (nor write,
+///   nor removal) of the key came meanwhile: a notice that overtakes the reply is never undone.
+/// - **Lost notices.** When either connection is lost, or the database is flushed, every local
+///   layer is emptied, and until both connections are back every read goes to Redis and nothing is
+///   kept locally; they are pinged every `pingInterval`. The local layers are also emptied when
+///   the store opens: a disk layer may hold what another machine has changed since.
+/// - **A bound on trust.** Every value kept locally expires after `maximumLocalLifetime` at most,
+///   whatever notice may have been lost without a connection closing. A value read from a local
+///   layer reports the earlier of its own expiry and that bound.
+///
+/// `shared` is `redis`, or a store over it that keeps its keys (a ``HanekeProtocols/CodedStore``
+/// of another value type): the keys noticed are `redis`'s, and the writes through `shared` must
+/// reach `redis`, or this machine's own writes are noticed to it too (correct, but each then
+/// costs a miss).
+///
+/// Writes and removals go to Redis, then to the local layers; a write Redis refuses removes the
+/// key locally and throws. Reads of the local layers that fail are misses; reads of Redis that
+/// fail throw. ``coherence`` counts the notices and the flushes.
+public final class CoherentStore<Local: Store, Shared: Store>: Store
+where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
+    /// The type of the keys.
+    public typealias Key = String
+    /// The type of the values.
+    public typealias Value = Local.Value
+
+    /// The layers on this machine.
+    public let local: Local
+    /// The Redis tier, or a store over it.
+    public let shared: Shared
+    /// The Redis store whose keys are tracked.
+    public let redis: RedisStore
+    /// The longest a value is kept locally.
+    public let maximumLocalLifetime: Duration
+
+    private let clock: any StoreClock
+    @usableFromInline let logger: Logger
+    private let gate = WriteGate()
+    private let state: Locked<State>
+    /// What reads look at, without a lock. Written under `state`'s lock.
+    @usableFromInline let status: StatusCell
+    private let tracking: Tracking
+    private let subscription: Int
+    private let notices: AsyncStream<(Tracking.Notice, UInt64)>.Continuation
+    private let applier: Task<Void, Never>
+
+    private struct State {
+        /// Moved by every reset, at once when it is noticed.
+        var generation: UInt64 = 0
+        var statistics = CoherenceStatistics()
+    }
+
+    /// Whether the local layers are in use, and the generation moved by every reset: the
+    /// generation shifted left by one, plus 1 while notices arrive and the local layers have been
+    /// emptied since they started.
+    @usableFromInline
+    final class StatusCell: Sendable {
+        @usableFromInline let raw = Atomic<UInt64>(0)
+
+        @usableFromInline init() {}
+
+        /// Whether the local layers are in use.
+        @inlinable var coherent: Bool { raw.load(ordering: .acquiring) & 1 == 1 }
+    }
+
+    /// Keeps `local` coherent with `shared`, whose keys are `redis`'s.
+    /// - Parameters:
+    ///   - local: The layers on this machine.
+    ///   - shared: `redis`, or a store over it.
+    ///   - redis: The Redis store whose keys are tracked; its prefix is the tracked prefix.
+    ///   - maximumLocalLifetime: The longest a value is kept locally; a minute by default.
+    ///   - pingInterval: How often the notices' connection is pinged; every second by default.
+    ///   - clock: The clock of the local lifetimes.
+    ///   - logger: Where local failures are logged.
+    public init(
+        local: Local, shared: Shared, redis: RedisStore, maximumLocalLifetime: Duration = .seconds(60),
+        pingInterval: Duration = .seconds(1), clock: any StoreClock = SystemClock(),
+        logger: Logger = Logger(label: "haneke.coherence")
+    ) {
+        self.local = local
+        self.shared = shared
+        self.redis = redis
+        self.maximumLocalLifetime = maximumLocalLifetime
+        self.clock = clock
+        self.logger = logger
+        let state = Locked(State())
+        self.state = state
+        let status = StatusCell()
+        self.status = status
+        let (stream, continuation) = AsyncStream.makeStream(of: (Tracking.Notice, UInt64).self)
+        notices = continuation
+        let gate = gate
+        applier = Task {
+            for await (notice, generation) in stream {
+                await Self.apply(notice, generation: generation, to: local, gate: gate, state: state, status: status, logger: logger)
+            }
+        }
+        tracking = redis.startTracking(pingInterval: pingInterval)
+        subscription = tracking.subscribe { notice in
+            var generation: UInt64 = 0
+            if case .reset = notice {
+                // Local layers stop serving at once; they serve again once emptied.
+                generation = state.withLock { state in
+                    state.generation += 1
+                    status.raw.store(state.generation << 1, ordering: .releasing)
+                    return state.generation
+                }
+            }
+            continuation.yield((notice, generation))
+        }
+    }
+
+    deinit {
+        tracking.unsubscribe(subscription)
+        notices.finish()
+    }
+
+    /// The notices received and the flushes made so far, and whether local layers are in use.
+    public var coherence: CoherenceStatistics {
+        var statistics = state.withLock { $0.statistics }
+        statistics.isCoherent = status.coherent
+        return statistics
+    }
+
+    /// Applies one notice to the local layers, in the order notices came.
+    private static func apply(
+        _ notice: Tracking.Notice, generation: UInt64, to local: Local, gate: WriteGate, state: Locked<State>, status: StatusCell, logger: Logger
+    ) async {
+        switch notice {
+        case .invalidated(let keys):
+            for key in keys {
+                do {
+                    try await gate.change(key) { try await local.removeValue(forKey: key) }
+                    state.withLock { $0.statistics.invalidations += 1 }
+                } catch {
+                    // The key may still be held locally: stop using the local layers at once, and
+                    // use them again once they have been emptied.
+                    logger.error("Could not remove a key that changed in Redis from the local layers; emptying them", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+                    let generation = state.withLock { state in
+                        state.statistics.invalidations += 1
+                        state.generation += 1
+                        status.raw.store(state.generation << 1, ordering: .releasing)
+                        return state.generation
+                    }
+                    await apply(.reset(coherent: true), generation: generation, to: local, gate: gate, state: state, status: status, logger: logger)
+                }
+            }
+        case .reset(let coherent):
+            do {
+                try await gate.changeEveryKey { try await local.removeAll() }
+            } catch {
+                // Local layers that cannot be emptied are not used again until a later reset
+                // empties them.
+                logger.error("Could not empty the local layers after notices from Redis may have been missed; they stay unused", metadata: ["error": "\(error)"])
+                state.withLock { $0.statistics.flushes += 1 }
+                return
+            }
+            state.withLock { state in
+                state.statistics.flushes += 1
+                if coherent, state.generation == generation { status.raw.store(generation << 1 | 1, ordering: .releasing) }
+            }
+        }
+    }
+
+    /// `entry` with an expiry no later than the local bound.
+    private func bounded(_ entry: StoreEntry<Value>) -> StoreEntry<Value> {
+        var entry = entry
+        let bound = clock.now().addingTimeInterval(Double(maximumLocalLifetime.saturatingMilliseconds) / 1_000)
+        entry.attributes.expiresAt = min(entry.attributes.expiresAt ?? bound, bound)
+        return entry
+    }
+
+    /// Keeps `entry` locally if nothing changed the key since `mark` and the status is still
+    /// `expected` (coherent, with no reset since).
+    private func keepLocally(_ entry: StoreEntry<Value>, forKey key: String, since mark: UInt64, status expected: UInt64) async {
+        let entry = bounded(entry)
+        await gate.ifUnchanged(key, since: mark) {
+            guard status.raw.load(ordering: .acquiring) == expected else { return }
+            do {
+                try await local.setEntry(entry, forKey: key)
+            } catch {
+                logger.warning("Could not keep a value read from Redis in the local layers", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// After a write to Redis: the entry kept locally while coherent, or the key removed locally.
+    private func afterWrite(_ entry: StoreEntry<Value>?, forKey key: String) async {
+        do {
+            if let entry, status.coherent {
+                try await local.setEntry(bounded(entry), forKey: key)
+            } else {
+                try await local.removeValue(forKey: key)
+            }
+        } catch {
+            logger.warning("Could not update the local layers after a write to Redis", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+        }
+    }
+
+    // MARK: - Store
+
+    /// The entry for `key`: from the local layers while they are coherent, otherwise from Redis
+    /// (kept locally, within the local bound, if no notice of the key came meanwhile).
+    /// - Parameter key: The key.
+    /// - Returns: The entry, or `nil`.
+    /// - Throws: What Redis's read throws; `CancellationError`.
+    @inlinable
+    public func entry(forKey key: String) async throws -> StoreEntry<Value>? {
+        let current = status.raw.load(ordering: .acquiring)
+        if current & 1 == 1, let entry = try await local.readEntryAsLayer(key, logger: logger) {
+            return entry
+        }
+        return try await readShared(key, status: current)
+    }
+
+    /// Reads Redis's entry for `key`, and keeps it locally (if the status is still `current` and
+    /// nothing changed the key meanwhile).
+    @usableFromInline
+    func readShared(_ key: String, status current: UInt64) async throws -> StoreEntry<Value>? {
+        let mark = gate.mark(for: key)
+        guard let entry = try await shared.entry(forKey: key) else { return nil }
+        if current & 1 == 1 { await keepLocally(entry, forKey: key, since: mark, status: current) }
+        return entry
+    }
+
+    /// The entry for `key`, transformed (see ``entry(forKey:)``).
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - transform: What to make of the value.
+    /// - Returns: The transformed entry, or `nil`.
+    /// - Throws: What Redis's read or `transform` throws.
+    public func entry<Transformed: Sendable>(
+        forKey key: String, transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
+    ) async throws -> StoreEntry<Transformed>? {
+        try await entry(forKey: key)?.map(transform)
+    }
+
+    /// The value for `key` (see ``entry(forKey:)``).
+    /// - Parameter key: The key.
+    /// - Returns: The value, or `nil`.
+    /// - Throws: What Redis's read throws.
+    @inlinable @inline(__always)
+    public func value(forKey key: String) async throws -> Value? {
+        let current = status.raw.load(ordering: .acquiring)
+        if current & 1 == 1, let value = try await local.readAsLayer(key, logger: logger) {
+            return value
+        }
+        return try await readShared(key, status: current)?.value
+    }
+
+    /// The attributes of `key`: from the local layers while they are coherent, then from Redis.
+    /// - Parameter key: The key.
+    /// - Returns: The attributes, or `nil`.
+    /// - Throws: What Redis's read throws.
+    public func attributes(forKey key: String) async throws -> EntryAttributes? {
+        if status.coherent {
+            do {
+                if let attributes = try await local.attributes(forKey: key) { return attributes }
+            } catch {
+                if error is CancellationError || Task.isCancelled { throw CancellationError() }
+            }
+        }
+        return try await shared.attributes(forKey: key)
+    }
+
+    /// Stores `value` in Redis, then locally.
+    /// - Throws: What Redis's write throws (the key is then removed locally).
+    public func setValue(_ value: Value, forKey key: String) async throws {
+        try await gate.change(key) {
+            do {
+                try await shared.setValue(value, forKey: key)
+            } catch {
+                await afterWrite(nil, forKey: key)
+                throw error
+            }
+            await afterWrite(StoreEntry(value: value), forKey: key)
+        }
+    }
+
+    /// Stores `entry` in Redis, then locally.
+    /// - Throws: What Redis's write throws (the key is then removed locally).
+    public func setEntry(_ entry: StoreEntry<Value>, forKey key: String) async throws {
+        try await gate.change(key) {
+            do {
+                try await shared.setEntry(entry, forKey: key)
+            } catch {
+                await afterWrite(nil, forKey: key)
+                throw error
+            }
+            await afterWrite(entry, forKey: key)
+        }
+    }
+
+    /// Replaces the attributes in Redis; the key is removed locally (the next read keeps it again).
+    /// - Returns: Whether Redis had the key.
+    /// - Throws: What Redis's write throws.
+    @discardableResult
+    public func setAttributes(_ attributes: EntryAttributes, forKey key: String) async throws -> Bool {
+        try await gate.change(key) {
+            let result: Bool
+            do {
+                result = try await shared.setAttributes(attributes, forKey: key)
+            } catch {
+                await afterWrite(nil, forKey: key)
+                throw error
+            }
+            await afterWrite(nil, forKey: key)
+            return result
+        }
+    }
+
+    /// Stores `entry` in Redis only if it has no unexpired value for `key` (atomically there); what
+    /// Redis then holds is kept locally.
+    /// - Returns: Whether it was stored, or the entry Redis has.
+    /// - Throws: What Redis's write throws (the key is then removed locally).
+    public func addEntry(_ entry: StoreEntry<Value>, forKey key: String) async throws -> AddResult<Value> {
+        try await gate.change(key) {
+            let result: AddResult<Value>
+            do {
+                result = try await shared.addEntry(entry, forKey: key)
+            } catch {
+                await afterWrite(nil, forKey: key)
+                throw error
+            }
+            switch result {
+            case .inserted: await afterWrite(entry, forKey: key)
+            case .existing(let existing): await afterWrite(existing, forKey: key)
+            }
+            return result
+        }
+    }
+
+    /// Removes `key` locally and from Redis.
+    /// - Throws: What Redis's removal throws.
+    public func removeValue(forKey key: String) async throws {
+        try await gate.change(key) {
+            await afterWrite(nil, forKey: key)
+            try await shared.removeValue(forKey: key)
+        }
+    }
+
+    /// Removes every key locally and from Redis.
+    /// - Throws: What a layer's removal throws.
+    public func removeAll() async throws {
+        try await gate.changeEveryKey {
+            try await local.removeAll()
+            try await shared.removeAll()
+        }
+    }
+
+    /// The local layers' statistics, then Redis's.
+    public var layerStatistics: [LayerStatistics] {
+        local.layerStatistics + shared.layerStatistics
+    }
+}
+
+/// What a ``CoherentStore`` has received and done.
+public struct CoherenceStatistics: Sendable, Hashable {
+    /// Keys noticed as changed on the server, counted once removed from the local layers.
+    public var invalidations = 0
+    /// Times the local layers were emptied: when the store opened, and after every lost
+    /// connection or flushed database.
+    public var flushes = 0
+    /// Whether the local layers are in use: notices arrive, and the layers were emptied since
+    /// they started.
+    public var isCoherent = false
+
+    /// Creates statistics with every count at zero.
+    public init() {}
+}
+
+extension Store where Key == String, Value == Data {
+    /// These layers kept coherent with `redis` (see ``CoherentStore``).
+    /// - Parameters:
+    ///   - redis: The Redis tier that other machines share.
+    ///   - maximumLocalLifetime: The longest a value is kept locally; a minute by default.
+    ///   - logger: Where local failures are logged.
+    /// - Returns: The layers, then Redis, read and written as one store.
+    public func coherent(
+        with redis: RedisStore, maximumLocalLifetime: Duration = .seconds(60), logger: Logger = Logger(label: "haneke.coherence")
+    ) -> CoherentStore<Self, RedisStore> {
+        CoherentStore(local: self, shared: redis, redis: redis, maximumLocalLifetime: maximumLocalLifetime, logger: logger)
+    }
+}
