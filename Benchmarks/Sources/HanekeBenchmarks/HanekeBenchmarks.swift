@@ -47,6 +47,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["14"], IsolationBenchmarks.run),
             (["15"], MetricsBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
+            (["RC"], CoherenceBenchmarks.run),
         ]
         for suite in suites where selected.map({ !$0.isDisjoint(with: suite.workloads) }) ?? true {
             rows += try await suite.run(scale).filter { selected?.contains($0.workload) ?? true }
