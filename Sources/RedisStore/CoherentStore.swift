@@ -38,7 +38,7 @@ public import Synchronization
 ///   whatever notice may have been lost without a connection closing. A value read from a local
 ///   layer reports the earlier of its own expiry and that bound.
 ///
-/// `shared` is `redis`, or a store over it that keeps its keys (a ``HanekeProtocols/CodedStore``
+/// `shared` is `redis`, or a store over it that keeps its keys (a `CodedStore`
 /// of another value type): the keys noticed are `redis`'s, and the writes through `shared` must
 /// reach `redis`, or this machine's own writes are noticed to it too (correct, but each then
 /// costs a miss).
