@@ -292,32 +292,35 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
         return try await shared.attributes(forKey: key)
     }
 
-    /// Stores `value` in Redis, then locally.
-    /// - Throws: What Redis's write throws (the key is then removed locally).
-    public func setValue(_ value: Value, forKey key: String) async throws {
+    /// Writes `key` in Redis (`write`), then keeps locally the entry `kept` picks from the result
+    /// (`nil`: the key is removed locally), all while the key is changing; a failed write removes
+    /// the key locally.
+    private func writeThrough<Result: Sendable>(
+        _ key: String, _ write: () async throws -> Result, keeping kept: (Result) -> StoreEntry<Value>?
+    ) async throws -> Result {
         try await gate.change(key) {
+            let result: Result
             do {
-                try await shared.setValue(value, forKey: key)
+                result = try await write()
             } catch {
                 await afterWrite(nil, forKey: key)
                 throw error
             }
-            await afterWrite(StoreEntry(value: value), forKey: key)
+            await afterWrite(kept(result), forKey: key)
+            return result
         }
+    }
+
+    /// Stores `value` in Redis, then locally.
+    /// - Throws: What Redis's write throws (the key is then removed locally).
+    public func setValue(_ value: Value, forKey key: String) async throws {
+        try await writeThrough(key, { try await shared.setValue(value, forKey: key) }, keeping: { StoreEntry(value: value) })
     }
 
     /// Stores `entry` in Redis, then locally.
     /// - Throws: What Redis's write throws (the key is then removed locally).
     public func setEntry(_ entry: StoreEntry<Value>, forKey key: String) async throws {
-        try await gate.change(key) {
-            do {
-                try await shared.setEntry(entry, forKey: key)
-            } catch {
-                await afterWrite(nil, forKey: key)
-                throw error
-            }
-            await afterWrite(entry, forKey: key)
-        }
+        try await writeThrough(key, { try await shared.setEntry(entry, forKey: key) }, keeping: { entry })
     }
 
     /// Replaces the attributes in Redis; the key is removed locally (the next read keeps it again).
@@ -325,17 +328,7 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     /// - Throws: What Redis's write throws.
     @discardableResult
     public func setAttributes(_ attributes: EntryAttributes, forKey key: String) async throws -> Bool {
-        try await gate.change(key) {
-            let result: Bool
-            do {
-                result = try await shared.setAttributes(attributes, forKey: key)
-            } catch {
-                await afterWrite(nil, forKey: key)
-                throw error
-            }
-            await afterWrite(nil, forKey: key)
-            return result
-        }
+        try await writeThrough(key, { try await shared.setAttributes(attributes, forKey: key) }, keeping: { _ in nil })
     }
 
     /// Stores `entry` in Redis only if it has no unexpired value for `key` (atomically there); what
@@ -343,19 +336,11 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     /// - Returns: Whether it was stored, or the entry Redis has.
     /// - Throws: What Redis's write throws (the key is then removed locally).
     public func addEntry(_ entry: StoreEntry<Value>, forKey key: String) async throws -> AddResult<Value> {
-        try await gate.change(key) {
-            let result: AddResult<Value>
-            do {
-                result = try await shared.addEntry(entry, forKey: key)
-            } catch {
-                await afterWrite(nil, forKey: key)
-                throw error
-            }
+        try await writeThrough(key, { try await shared.addEntry(entry, forKey: key) }) { result in
             switch result {
-            case .inserted: await afterWrite(entry, forKey: key)
-            case .existing(let existing): await afterWrite(existing, forKey: key)
+            case .inserted: entry
+            case .existing(let existing): existing
             }
-            return result
         }
     }
 

@@ -22,6 +22,13 @@ struct InvalidationListenerTests {
         return (listener, events.makeAsyncIterator())
     }
 
+    /// The client ID of the next event, which must be a subscription.
+    static func subscription(from events: inout AsyncStream<Event>.AsyncIterator) async throws -> Int64 {
+        let event = try #require(await events.next())
+        let clientID: Int64? = if case .subscribed(let clientID) = event { clientID } else { nil }
+        return try #require(clientID, "a subscription was expected, not \(event)")
+    }
+
     /// A store on the shared server whose connections reconnect after 10 ms.
     static func store(_ label: String) async throws -> RedisStore {
         try await SharedRedis.store(label) { configuration in
@@ -54,10 +61,7 @@ struct InvalidationListenerTests {
         let tracker = try await SharedRedis.store("tracker") { $0.connectionCount = 1 }
         var (listener, events) = Self.listen(on: store)
         defer { listener.stop() }
-        guard case .subscribed(let clientID) = try #require(await events.next()) else {
-            Issue.record("the first event is not the subscription")
-            return
-        }
+        let clientID = try await Self.subscription(from: &events)
         try await Self.track(store, on: tracker, redirectingTo: clientID)
 
         try await store.setValue(Data("a".utf8), forKey: "a")
@@ -83,16 +87,10 @@ struct InvalidationListenerTests {
         let tracker = try await SharedRedis.store("tracker") { $0.connectionCount = 1 }
         var (listener, events) = Self.listen(on: store)
         defer { listener.stop() }
-        guard case .subscribed(let first) = try #require(await events.next()) else {
-            Issue.record("the first event is not the subscription")
-            return
-        }
+        let first = try await Self.subscription(from: &events)
         try await Self.send(["CLIENT", "KILL", "ID", String(first)], on: tracker)
         #expect(await events.next() == .lost)
-        guard case .subscribed(let second) = try #require(await events.next()) else {
-            Issue.record("the listener did not subscribe again")
-            return
-        }
+        let second = try await Self.subscription(from: &events)
         #expect(second != first, "a new connection")
 
         // Notices redirected to the new connection arrive.
@@ -111,10 +109,7 @@ struct InvalidationListenerTests {
             let tracker = RedisStore(configuration: try RedisStore.Configuration(url: server.url, keyPrefix: "tracker:"), logger: .quiet)
             var (listener, events) = Self.listen(on: store)
             defer { listener.stop() }
-            guard case .subscribed(let clientID) = try #require(await events.next()) else {
-                Issue.record("the first event is not the subscription")
-                return
-            }
+            let clientID = try await Self.subscription(from: &events)
             try await Self.track(store, on: tracker, redirectingTo: clientID)
             try await Self.send(["FLUSHDB"], on: store)
             #expect(await events.next() == .flushed)
