@@ -39,8 +39,10 @@ import NIOCore
 ///   chain still reads it as a miss.
 /// - Cancellation: a cancelled task stops waiting at once and gets `CancellationError` (a command
 ///   already sent still runs on the server; its reply is dropped).
-/// - The client speaks RESP2 over SwiftNIO (`AUTH` with a password or an ACL user, `SELECT`); TLS
-///   is not supported.
+/// - The client speaks RESP2 over SwiftNIO (`AUTH` with a password or an ACL user, `SELECT`), in
+///   clear with `redis://` or over TLS with `rediss://` (the server's certificate verified by
+///   default; see ``Configuration/tls``). Redis Cluster is not supported yet: a cluster's `MOVED`
+///   reply is an error.
 public final class RedisStore: Store {
     /// The type of the keys: any string.
     public typealias Key = String
