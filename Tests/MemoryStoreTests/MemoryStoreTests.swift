@@ -25,6 +25,30 @@ struct MemoryStoreTests {
         try await StoreConformanceSuite { MemoryStore<String, String>() }.run()
     }
 
+    /// With the system clock a read checks expiry on the kernel's coarse clock rounded up by one
+    /// tick: an entry is never served once its expiry has passed, and goes at most one tick early.
+    /// Reads in a loop, as fast as they come, until the entry is gone (no sleep: the outcome of
+    /// each read is checked against the precise clock around it).
+    @Test func withTheSystemClockAnEntryIsNeverServedAfterItsExpiry() throws {
+        let store = MemoryStore<String, Int>()
+        var tick = timespec()
+        clock_getres(CLOCK_REALTIME_COARSE, &tick)
+        let tickSeconds = Double(tick.tv_sec) + Double(tick.tv_nsec) / 1e9
+        let expiry = Date().addingTimeInterval(0.03)
+        try store.setEntry(StoreEntry(value: 1, attributes: EntryAttributes(expiresAt: expiry)), forKey: "k")
+        while true {
+            let before = Date()
+            let value = store.value(forKey: "k")
+            let after = Date()
+            guard value != nil else {
+                #expect(after.timeIntervalSince(expiry) >= -tickSeconds, "gone more than one tick early")
+                break
+            }
+            #expect(before < expiry, "served after its expiry")
+        }
+        #expect(store.statistics.evictions == 1)
+    }
+
     @Test func theCountLimitEvictsTheLeastRecentlyUsed() {
         let store = MemoryStore<String, Int>(countLimit: 3)
         for (i, key) in ["a", "b", "c"].enumerated() { store.setValue(i, forKey: key) }
