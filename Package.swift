@@ -361,7 +361,7 @@ let package = Package(
         .testTarget(
             name: "RedisStoreTests",
             dependencies: [
-                "RedisStore", "RedisStorePeer", "HanekeTesting", "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore",
+                "RedisStore", "RedisStorePeer", "SeededRandom", "HanekeTesting", "HanekeProtocols", "MemoryStore", "FileStore", "CompressedStore",
                 "LoopbackHTTPServer", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

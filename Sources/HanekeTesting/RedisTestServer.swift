@@ -50,7 +50,12 @@ public final class RedisTestServer: Sendable {
     ///   - requireClientCertificates: Whether the TLS port refuses clients without a certificate
     ///     the authority signed (`--tls-auth-clients yes`); `false` by default.
     /// - Throws: ``RedisTestServer/Failure`` when `redis-server` is missing or does not start.
-    public init(arguments: [String] = [], tls: TLSTestCertificates? = nil, requireClientCertificates: Bool = false) async throws {
+    public convenience init(arguments: [String] = [], tls: TLSTestCertificates? = nil, requireClientCertificates: Bool = false) async throws {
+        try await self.init(arguments: arguments, tls: tls, requireClientCertificates: requireClientCertificates, clusterNode: false)
+    }
+
+    /// Starts a server; a cluster node (`clusterNode`) also gets a free port for its cluster bus.
+    init(arguments: [String], tls: TLSTestCertificates?, requireClientCertificates: Bool, clusterNode: Bool) async throws {
         executable = try Self.executable(named: "redis-server")
         directory = try TemporaryDirectory(prefix: "haneke-redis")
         certificates = tls
@@ -60,6 +65,9 @@ public final class RedisTestServer: Sendable {
             let candidate = try Self.freePort()
             let tlsCandidate = try tls.map { _ in try Self.freePort() }
             var all = arguments
+            if clusterNode {
+                all += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try Self.freePort())]
+            }
             if let tls, let tlsCandidate {
                 all += [
                     "--tls-port", String(tlsCandidate), "--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,

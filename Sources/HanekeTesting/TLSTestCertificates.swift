@@ -62,34 +62,9 @@ public final class TLSTestCertificates: Sendable {
                 ],
             ]
             for arguments in commands {
-                try Self.run(openssl, arguments, in: directory.path)
+                _ = try runTool(openssl, arguments, in: directory.path)
             }
         }
     }
 
-    /// Runs `openssl` with `arguments` in `folder` and waits for it: blocks, an executor's job.
-    /// Its output goes to a file, not a pipe: a pipe's end inherited by a process another test
-    /// starts meanwhile would keep the pipe open, and a read to its end waiting, for good.
-    private static func run(_ executable: String, _ arguments: [String], in folder: String) throws {
-        let log = folder + "/openssl.log"
-        guard FileManager.default.createFile(atPath: log, contents: nil), let output = FileHandle(forWritingAtPath: log) else {
-            throw RedisTestServer.Failure(message: "Could not create \(log)")
-        }
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw RedisTestServer.Failure(
-                message: "openssl \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(text)"
-            )
-        }
-    }
 }

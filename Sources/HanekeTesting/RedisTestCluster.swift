@@ -1,0 +1,103 @@
+import Foundation
+import HanekeProtocols
+
+/// A private Redis Cluster for tests: masters and their replicas, each a ``RedisTestServer`` on
+/// loopback with its own cluster bus port, joined by `redis-cli --cluster create`.
+///
+/// ```swift
+/// let cluster = try await RedisTestCluster()          // 3 masters, 3 replicas
+/// let reply = try await cluster.command(["CLUSTER", "KEYSLOT", "user:{42}:name"], node: 0)
+/// ```
+///
+/// Each node runs with `--cluster-enabled yes`, a node timeout of ``nodeTimeout`` (a killed
+/// master's replica takes over after it, however long it was apart from its master), and the
+/// arguments of a ``RedisTestServer``. The cluster
+/// is ready when every node reports `cluster_state:ok` and agrees on the slots' owners. `redis-cli` comes
+/// from Debian's `redis-tools`.
+public final class RedisTestCluster: Sendable {
+    /// The nodes: the first `masters` were made masters, the rest replicas.
+    public let nodes: [RedisTestServer]
+    /// How long a node may go unanswered before the cluster counts it as failed.
+    public let nodeTimeout: Duration
+    private let cli: String
+
+    /// The nodes' URLs, `redis://127.0.0.1:<port>`: seeds for a client.
+    public var urls: [String] { nodes.map(\.url) }
+
+    /// Starts `masters × (1 + replicasPerMaster)` nodes, makes them one cluster whose slots are
+    /// spread evenly over the masters, and waits until every node agrees that it is ready.
+    /// - Parameters:
+    ///   - masters: How many masters; 3 by default (Redis's least for a cluster).
+    ///   - replicasPerMaster: Replicas of each master; 1 by default.
+    ///   - nodeTimeout: The cluster's node timeout; one second by default.
+    /// - Throws: ``RedisTestServer/Failure`` when a node does not start or the cluster does not form.
+    public init(masters: Int = 3, replicasPerMaster: Int = 1, nodeTimeout: Duration = .seconds(1)) async throws {
+        cli = try RedisTestServer.executable(named: "redis-cli")
+        self.nodeTimeout = nodeTimeout
+        let milliseconds = String(nodeTimeout.components.seconds * 1_000 + nodeTimeout.components.attoseconds / 1_000_000_000_000_000)
+        var nodes: [RedisTestServer] = []
+        for _ in 0..<(masters * (1 + replicasPerMaster)) {
+            nodes.append(try await RedisTestServer(arguments: ["--cluster-node-timeout", milliseconds, "--cluster-replica-validity-factor", "0"], tls: nil, requireClientCertificates: false, clusterNode: true))
+        }
+        self.nodes = nodes
+        let addresses = nodes.map { "127.0.0.1:\($0.port)" }
+        let cli = cli
+        let folder = nodes[0].directory.path
+        _ = try await IOExecutor.shared.run {
+            try runTool(cli, ["--cluster", "create"] + addresses + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"], in: folder)
+        }
+        try await waitUntilReady()
+    }
+
+    /// Sends one command to node `node` with `redis-cli` and returns its reply as `redis-cli`
+    /// prints it (one line per element of an array).
+    /// - Throws: ``RedisTestServer/Failure`` when `redis-cli` fails.
+    public func command(_ arguments: [String], node: Int) async throws -> String {
+        let cli = cli
+        let port = String(nodes[node].port)
+        let folder = nodes[node].directory.path
+        return try await IOExecutor.shared.run {
+            try runTool(cli, ["-p", port, "--no-raw"] + arguments, in: folder).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// Waits until every running node reports `cluster_state:ok`, every replica is synchronized
+    /// with its master, and `redis-cli --cluster check` finds the nodes agreeing on the slots, all
+    /// covered. Gives up after a minute.
+    /// - Throws: ``RedisTestServer/Failure`` naming what the nodes said last.
+    public func waitUntilReady() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var last = ""
+        while ContinuousClock.now < deadline {
+            let running = nodes.indices.filter { nodes[$0].isRunning }
+            var ready = !running.isEmpty
+            for index in running where ready {
+                let info = (try? await command(["CLUSTER", "INFO"], node: index)) ?? ""
+                if !info.contains("cluster_state:ok") {
+                    ready = false
+                    last = "node \(index): \(info.split(separator: "\n").first ?? "no answer")"
+                    continue
+                }
+                // A replica that has not synchronized yet would not take over from its master.
+                let replication = (try? await command(["INFO", "replication"], node: index)) ?? ""
+                if replication.contains("role:slave"), !replication.contains("master_link_status:up") {
+                    ready = false
+                    last = "node \(index): a replica not yet synchronized with its master"
+                }
+            }
+            if ready, let first = running.first {
+                do {
+                    let cli = cli
+                    let address = "127.0.0.1:\(nodes[first].port)"
+                    let folder = nodes[first].directory.path
+                    _ = try await IOExecutor.shared.run { try runTool(cli, ["--cluster", "check", address], in: folder) }
+                    return
+                } catch {
+                    last = "\(error)"
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw RedisTestServer.Failure(message: "The test cluster did not become ready: \(last)")
+    }
+}
