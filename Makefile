@@ -15,13 +15,13 @@ PREFIX ?= /usr/local
 # The benchmarks also run vipsthumbnail and Pillow (in a virtual environment they make), nginx with
 # proxy_cache (measured by wrk) and redis-benchmark as baselines.
 BUILD_PACKAGES := liblz4-dev pkg-config libvips-dev libsqlite3-dev libxxhash-dev libcurl4-openssl-dev
-TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server openssl
+TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server redis-tools openssl
 # The tests build every integration (Hummingbird, Vapor, metrics, service lifecycle): each is a
 # package trait, off for an app that does not ask for it.
 TRAITS := --enable-all-traits
 # Whether make test-under-load also runs the heavy suites (one test at a time) beside the hog.
 UNDER_LOAD_HEAVY_SUITES ?= skip
-BENCH_PACKAGES := $(TEST_PACKAGES) redis-tools libvips-tools python3-venv nginx-light wrk
+BENCH_PACKAGES := $(TEST_PACKAGES) libvips-tools python3-venv nginx-light wrk
 
 .PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
 
