@@ -61,6 +61,34 @@ public final class RedisTestCluster: Sendable {
         }
     }
 
+    /// Waits until every running master's replicas have received all it has written (their
+    /// offsets in `INFO replication` reach the master's), so that a replica taking over has every
+    /// write made before. Gives up after a minute.
+    /// - Throws: ``RedisTestServer/Failure`` naming the master behind.
+    public func waitUntilReplicated() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var last = ""
+        while ContinuousClock.now < deadline {
+            var behind = false
+            for index in nodes.indices where nodes[index].isRunning {
+                let info = try await command(["INFO", "replication"], node: index)
+                guard info.contains("role:master") else { continue }
+                let lines = info.split(whereSeparator: \.isNewline)
+                let offset = lines.first { $0.hasPrefix("master_repl_offset:") }.flatMap { Int($0.split(separator: ":")[1]) } ?? 0
+                let replicas = lines.filter { $0.hasPrefix("slave") && $0.contains("offset=") }.map { line in
+                    line.split(separator: ",").first { $0.hasPrefix("offset=") }.flatMap { Int($0.dropFirst("offset=".count)) } ?? -1
+                }
+                if replicas.contains(where: { $0 < offset }) {
+                    behind = true
+                    last = "node \(index) at offset \(offset), its replicas at \(replicas)"
+                }
+            }
+            if !behind { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw RedisTestServer.Failure(message: "The test cluster's replicas did not catch up: \(last)")
+    }
+
     /// Waits until every running node reports `cluster_state:ok`, every replica is synchronized
     /// with its master, and `redis-cli --cluster check` finds the nodes agreeing on the slots, all
     /// covered. Gives up after a minute.

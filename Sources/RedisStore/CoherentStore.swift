@@ -43,6 +43,11 @@ public import Synchronization
 /// reach `redis`, or this machine's own writes are noticed to it too (correct, but each then
 /// costs a miss).
 ///
+/// With a Redis Cluster (``RedisStore/Configuration-swift.struct/cluster``) the local layers are
+/// not used yet: every read goes to Redis, and an error is logged when the store is made. Each
+/// node of a cluster notices only the keys it holds; following every master's notices is still
+/// to come.
+///
 /// Writes and removals go to Redis, then to the local layers; a write Redis refuses removes the
 /// key locally and throws. Reads of the local layers that fail are misses; reads of Redis that
 /// fail throw. ``coherence`` counts the notices and the flushes.
@@ -68,8 +73,9 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     private let state: Locked<State>
     /// What reads look at, without a lock. Written under `state`'s lock.
     @usableFromInline let status: StatusCell
-    private let tracking: Tracking
-    private let subscription: Int
+    /// The tracking of `redis`'s keys and this store's subscription to its notices; `nil` with a
+    /// Redis Cluster, whose notices are not followed yet.
+    private let tracking: (Tracking, subscription: Int)?
     private let notices: AsyncStream<(Tracking.Notice, UInt64)>.Continuation
     private let applier: Task<Void, Never>
 
@@ -124,8 +130,15 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
                 await Self.apply(notice, generation: generation, to: local, gate: gate, state: state, status: status, logger: logger)
             }
         }
-        tracking = redis.startTracking(pingInterval: pingInterval)
-        subscription = tracking.subscribe { notice in
+        guard redis.cluster == nil else {
+            // Each node of a cluster notices only its own keys; until every master's notices are
+            // followed, no local layer may be trusted: every read goes to Redis.
+            logger.error("Local layers cannot be kept coherent with a Redis Cluster yet; they stay unused and every read goes to Redis", metadata: ["redis": "\(redis.configuration.url)"])
+            tracking = nil
+            return
+        }
+        let tracking = redis.startTracking(pingInterval: pingInterval)
+        let subscription = tracking.subscribe { notice in
             var generation: UInt64 = 0
             if case .reset = notice {
                 // Local layers stop serving at once; they serve again once emptied.
@@ -137,10 +150,11 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
             }
             continuation.yield((notice, generation))
         }
+        self.tracking = (tracking, subscription)
     }
 
     deinit {
-        tracking.unsubscribe(subscription)
+        if let (tracking, subscription) = tracking { tracking.unsubscribe(subscription) }
         notices.finish()
     }
 

@@ -128,6 +128,28 @@ extension RedisStore {
         /// TLS for every connection; `nil` (plain TCP) by default, and set by a `rediss://` URL.
         /// The password of `AUTH` crosses the network in clear without it.
         public var tls: TLS?
+        /// For a Redis Cluster: the nodes to learn the cluster's map from (``host`` and ``port``
+        /// are asked first, then these); `nil` (a single server) by default. Set by
+        /// ``init(clusterURLs:keyPrefix:)``. Every node shares the credentials and TLS settings;
+        /// a cluster has database 0 only.
+        public var cluster: [ClusterNode]?
+
+        /// A node of a Redis Cluster.
+        public struct ClusterNode: Sendable, Hashable {
+            /// The node's host name or IP address.
+            public var host: String
+            /// The node's TCP port.
+            public var port: Int
+
+            /// Creates a node's address.
+            /// - Parameters:
+            ///   - host: The node's host name or IP address.
+            ///   - port: The node's TCP port.
+            public init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+        }
 
         /// Creates a configuration.
         /// - Parameters:
@@ -206,6 +228,44 @@ extension RedisStore {
             password = parsed.password
             database = parsed.database
             tls = parsed.secure ? TLS() : nil
+        }
+
+        /// Creates a configuration for a Redis Cluster from the URLs of some of its nodes (any of
+        /// them: the store learns the others and which serves each key from the first that
+        /// answers), with the other settings at their defaults.
+        ///
+        /// ```swift
+        /// let configuration = try RedisStore.Configuration(
+        ///     clusterURLs: ["redis://:s3cret@10.0.0.5:7000", "redis://:s3cret@10.0.0.6:7000"], keyPrefix: "myapp:")
+        /// ```
+        ///
+        /// Keys are spread over the cluster's masters by the slot of their whole Redis key (the
+        /// prefix, then the key); a prefix with a hash tag (`"{myapp}:"`) puts every key of the
+        /// store on one master.
+        /// - Parameters:
+        ///   - clusterURLs: One URL or more, as for ``init(url:keyPrefix:)``, each without a
+        ///     database, and all with the same scheme and credentials.
+        ///   - keyPrefix: The namespace of the store's keys; `"haneke:"` by default.
+        /// - Throws: `StoreError` with code `invalidConfiguration` for no URL, a URL that is not
+        ///   valid, one that names a database, or URLs that differ in scheme or credentials.
+        public init(clusterURLs: [String], keyPrefix: String = "haneke:") throws {
+            guard let first = clusterURLs.first else {
+                throw StoreError(.invalidConfiguration, "A Redis Cluster needs the URL of one node at least; none was given")
+            }
+            try self.init(url: first, keyPrefix: keyPrefix)
+            var nodes: [ClusterNode] = []
+            for url in clusterURLs {
+                let parsed = try RedisURL(url)
+                guard parsed.database == 0 else {
+                    throw StoreError(.invalidConfiguration, "Invalid Redis Cluster URL \"\(Logger.describe(RedisURL.redact(url)))\": a cluster has database 0 only")
+                }
+                guard parsed.secure == (tls != nil), parsed.username == username, parsed.password == password else {
+                    throw StoreError(.invalidConfiguration, "Invalid Redis Cluster URL \"\(Logger.describe(RedisURL.redact(url)))\": every node's URL must have the first one's scheme and credentials")
+                }
+                let node = ClusterNode(host: parsed.host, port: parsed.port)
+                if !nodes.contains(node) { nodes.append(node) }
+            }
+            cluster = nodes
         }
 
         /// The server's URL, with the password replaced by `***`: `rediss://` when ``tls-swift.property`` is set.

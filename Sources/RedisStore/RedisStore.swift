@@ -41,8 +41,14 @@ import NIOCore
 ///   already sent still runs on the server; its reply is dropped).
 /// - The client speaks RESP2 over SwiftNIO (`AUTH` with a password or an ACL user, `SELECT`), in
 ///   clear with `redis://` or over TLS with `rediss://` (the server's certificate verified by
-///   default; see ``Configuration/tls``). Redis Cluster is not supported yet: a cluster's `MOVED`
-///   reply is an error.
+///   default; see ``Configuration/tls``).
+/// - Redis Cluster: with ``Configuration/cluster`` (``Configuration/init(clusterURLs:keyPrefix:)``)
+///   the store learns the cluster's map (`CLUSTER SLOTS`) from the first node that answers, keeps
+///   a pool of connections to each master, and sends each command to the master of its key's
+///   slot. It follows `MOVED` (and reloads the map) and `ASK` (with `ASKING`) while slots move, and
+///   after a master fails it loads a new map at once, so its keys are served again as soon as a
+///   replica has taken over. ``removeAll()`` scans every master. Local layers cannot be kept
+///   coherent with a cluster yet (see ``CoherentStore``).
 public final class RedisStore: Store {
     /// The type of the keys: any string.
     public typealias Key = String
@@ -58,6 +64,9 @@ public final class RedisStore: Store {
     let logger: Logger
 
     let pool: RedisConnectionPool
+    /// The cluster's nodes and map, for a configuration with ``Configuration/cluster``; commands
+    /// then go through it rather than `pool`.
+    let cluster: RedisCluster?
     /// The tracking of keys for invalidation notices, once a ``CoherentStore`` asked for it.
     let tracking = Locked<Tracking?>(nil)
     let counter = StatisticsCounter()
@@ -99,15 +108,17 @@ public final class RedisStore: Store {
             maximumReplySize: RESPDecoder.replySize(forValuesUpTo: configuration.effectiveMaximumValueSize),
             tls: configuration.tls
         )
-        pool = RedisConnectionPool(
-            endpoint: endpoint,
-            size: configuration.connectionCount,
-            backoff: ReconnectBackoff(
-                minimum: Self.timeAmount(configuration.minimumReconnectDelay),
-                maximum: Self.timeAmount(max(configuration.minimumReconnectDelay, configuration.maximumReconnectDelay))
-            ),
-            logger: logger
+        let backoff = ReconnectBackoff(
+            minimum: Self.timeAmount(configuration.minimumReconnectDelay),
+            maximum: Self.timeAmount(max(configuration.minimumReconnectDelay, configuration.maximumReconnectDelay))
         )
+        cluster = configuration.cluster.map { nodes in
+            let first = RedisCluster.Address(host: configuration.host, port: configuration.port)
+            let seeds = [first] + nodes.map { RedisCluster.Address(host: $0.host, port: $0.port) }.filter { $0 != first }
+            return RedisCluster(template: endpoint, seeds: seeds, connectionCount: configuration.connectionCount, backoff: backoff, logger: logger)
+        }
+        pool = cluster?.pool(at: RedisCluster.Address(host: configuration.host, port: configuration.port))
+            ?? RedisConnectionPool(endpoint: endpoint, size: configuration.connectionCount, backoff: backoff, logger: logger)
         prefix = ByteBuffer(string: configuration.keyPrefix)
         timeToLiveMilliseconds = configuration.timeToLive.flatMap { ttl in
             // A century or more is forever: no PX (Redis refuses expiry times that overflow).
@@ -133,6 +144,7 @@ public final class RedisStore: Store {
     deinit {
         tracking.withLock { $0 }?.stop()
         pool.shutDown()
+        cluster?.shutDown()
     }
 
     // MARK: - Store
@@ -194,6 +206,48 @@ public final class RedisStore: Store {
             pattern.writeInteger(byte)
         }
         pattern.writeStaticString("*")
+        guard let cluster else {
+            try await removeAll(matching: pattern, scan: { try await self.send($0, "remove all keys", key: nil, reads: true) }) { keys in
+                let unlinked = try await self.send(.command("UNLINK", keys), "remove all keys", key: nil)
+                guard case .integer = unlinked else { throw self.unexpected(unlinked, "remove all keys", key: nil) }
+            }
+            return
+        }
+        // A cluster: each master's keys are scanned on that master, and removed a slot at a time
+        // (a command's keys must share a slot), the slots' removals at once.
+        let masters: [RedisCluster.Address]
+        do {
+            masters = try await cluster.masters()
+        } catch let cancellation as CancellationError {
+            throw cancellation
+        } catch {
+            counter.recordError()
+            throw storeError(error, "remove all keys", key: nil)
+        }
+        for master in masters {
+            let node = cluster.pool(at: master)
+            try await removeAll(matching: pattern, scan: { command in
+                try await self.checked("remove all keys", key: nil) { try await node.send(command) }
+            }) { keys in
+                let bySlot = Dictionary(grouping: keys, by: ClusterSlot.of)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (slot, keys) in bySlot {
+                        group.addTask {
+                            let unlinked = try await self.send(.command("UNLINK", keys), "remove all keys", key: nil, slot: slot)
+                            guard case .integer = unlinked else { throw self.unexpected(unlinked, "remove all keys", key: nil) }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+    }
+
+    /// Scans with `scan` for the keys that match `pattern`, and removes each batch found with
+    /// `unlink`, until the scan ends or reaches ``Configuration/maximumScanRounds``.
+    private func removeAll(
+        matching pattern: ByteBuffer, scan: (RESPValue) async throws -> RESPValue, unlink: ([ByteBuffer]) async throws -> Void
+    ) async throws {
         var cursor = "0"
         var rounds = 0
         repeat {
@@ -207,7 +261,7 @@ public final class RedisStore: Store {
                 ByteBuffer(string: cursor), ByteBuffer(string: "MATCH"), pattern,
                 ByteBuffer(string: "COUNT"), ByteBuffer(string: scanCount),
             ])
-            let reply = try await send(command, "remove all keys", key: nil, reads: true)
+            let reply = try await scan(command)
             guard case .array(let parts?) = reply, parts.count == 2, let next = parts[0].text,
                   case .array(let found?) = parts[1] else {
                 throw unexpected(reply, "remove all keys", key: nil)
@@ -215,10 +269,7 @@ public final class RedisStore: Store {
             let keys = found.compactMap { element -> ByteBuffer? in
                 if case .bulkString(let key?) = element { key } else { nil }
             }
-            if !keys.isEmpty {
-                let unlinked = try await send(.command("UNLINK", keys), "remove all keys", key: nil)
-                guard case .integer = unlinked else { throw unexpected(unlinked, "remove all keys", key: nil) }
-            }
+            if !keys.isEmpty { try await unlink(keys) }
             cursor = next
         } while cursor != "0"
     }
@@ -247,6 +298,7 @@ public final class RedisStore: Store {
     public func shutdown() {
         tracking.withLock { $0 }?.stop()
         pool.shutDown()
+        cluster?.shutDown()
     }
 
     /// The tracking of this store's keys for invalidation notices, started at the first call
@@ -291,18 +343,31 @@ public final class RedisStore: Store {
     /// a key (any but those marked `reads`) goes through the tracking connection, whose own
     /// modifications the server does not notice to this machine; should that connection fail, a
     /// command that may be sent again goes through the pool.
-    func send(_ command: RESPValue, _ operation: String, key: String?, counted: Bool = true, retrying: Bool = true, reads: Bool = false) async throws -> RESPValue {
-        let reply: RESPValue
-        do {
-            if !reads, let writer = tracking.withLock({ $0?.writer }) {
+    /// With a cluster, the command goes to the master of `slot`, or of `key`'s slot.
+    func send(
+        _ command: RESPValue, _ operation: String, key: String?, slot: Int? = nil, counted: Bool = true, retrying: Bool = true, reads: Bool = false
+    ) async throws -> RESPValue {
+        try await checked(operation, key: key, counted: counted) {
+            if let cluster {
+                return try await cluster.send(command, slot: slot ?? key.map { ClusterSlot.of(configuration.keyPrefix + $0) }, retrying: retrying)
+            } else if !reads, let writer = tracking.withLock({ $0?.writer }) {
                 do {
-                    reply = try await RedisConnectionPool.value(of: writer.send(command, timeout: pool.endpoint.commandTimeout))
+                    return try await RedisConnectionPool.value(of: writer.send(command, timeout: pool.endpoint.commandTimeout))
                 } catch let error as RedisClientError where error.isRetryable && retrying {
-                    reply = try await pool.send(command, retrying: retrying)
+                    return try await pool.send(command, retrying: retrying)
                 }
             } else {
-                reply = try await pool.send(command, retrying: retrying)
+                return try await pool.send(command, retrying: retrying)
             }
+        }
+    }
+
+    /// What `deliver` returns; an error reply or a failure becomes a `StoreError` naming the key
+    /// (counted as an error when `counted`).
+    func checked(_ operation: String, key: String?, counted: Bool = true, _ deliver: () async throws -> RESPValue) async throws -> RESPValue {
+        let reply: RESPValue
+        do {
+            reply = try await deliver()
         } catch let cancellation as CancellationError {
             throw cancellation
         } catch {
@@ -317,10 +382,11 @@ public final class RedisStore: Store {
     }
 
     func subject(_ operation: String, key: String?) -> String {
-        if let key {
-            "Could not \(operation) key \(Logger.describe(key)) on Redis at \(pool.endpoint)"
+        let server = cluster == nil ? "Redis at \(pool.endpoint)" : "the Redis Cluster of \(pool.endpoint)"
+        return if let key {
+            "Could not \(operation) key \(Logger.describe(key)) on \(server)"
         } else {
-            "Could not \(operation) on Redis at \(pool.endpoint)"
+            "Could not \(operation) on \(server)"
         }
     }
 

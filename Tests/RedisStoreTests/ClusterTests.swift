@@ -1,5 +1,7 @@
 import Foundation
+import HanekeProtocols
 import HanekeTesting
+import MemoryStore
 import NIOCore
 @testable import RedisStore
 import SeededRandom
@@ -45,5 +47,191 @@ struct ClusterTests {
         let masters = after.split(separator: "\n").filter { $0.contains("master") && !$0.contains("fail") }
         #expect(masters.count == 3, "\(after)")
         #expect(!masters.contains { $0.contains("127.0.0.1:\(cluster.nodes[0].port)@") }, "\(after)")
+    }
+
+    /// A store on `cluster` (every node's URL as a seed) in a namespace of its own.
+    static func store(_ cluster: RedisTestCluster, _ label: String, scanCount: Int = 1000) throws -> RedisStore {
+        var configuration = try RedisStore.Configuration(clusterURLs: cluster.urls, keyPrefix: SharedRedis.uniquePrefix(label))
+        configuration.scanCount = scanCount
+        // Reconnecting to a master that was killed waits little, so that the test sees a replica
+        // take over soon after the cluster does.
+        configuration.minimumReconnectDelay = .milliseconds(10)
+        configuration.maximumReconnectDelay = .milliseconds(100)
+        return RedisStore(configuration: configuration, logger: .quiet)
+    }
+
+    /// How many keys of `store`'s namespace each master holds, by port.
+    static func keysPerMaster(_ cluster: RedisTestCluster, _ store: RedisStore) async throws -> [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for (index, node) in cluster.nodes.enumerated() where node.isRunning {
+            let role = try await cluster.command(["ROLE"], node: index)
+            guard role.hasPrefix("1) \"master\"") else { continue }
+            let keys = try await cluster.command(["--scan", "--pattern", store.configuration.keyPrefix + "*"], node: index)
+            counts[node.port] = keys.split(separator: "\n").count
+        }
+        return counts
+    }
+
+    /// The suite every store passes, against the cluster: from seeds to the map, each key to its
+    /// master, `removeAll` across them all.
+    @Test func theStoreConformsAgainstACluster() async throws {
+        let cluster = try await RedisTestCluster()
+        try await StoreConformanceSuite { try Self.store(cluster, "cluster-conformance", scanCount: 7) }.run()
+    }
+
+    /// Keys spread over every master; each reads back as written; `removeAll` empties the
+    /// namespace on every master, and only it.
+    @Test func keysSpreadOverTheMastersAndRemoveAllReachesEvery() async throws {
+        let cluster = try await RedisTestCluster()
+        let store = try Self.store(cluster, "spread", scanCount: 50)
+        let other = try Self.store(cluster, "other")
+        try await other.setValue(Data("stays".utf8), forKey: "k")
+        for index in 0..<300 { try await store.setValue(Data("value \(index)".utf8), forKey: "key \(index)") }
+        let counts = try await Self.keysPerMaster(cluster, store)
+        #expect(counts.count == 3 && counts.values.allSatisfy { $0 > 50 } && counts.values.reduce(0, +) == 300, "\(counts)")
+        for index in 0..<300 {
+            #expect(try await store.value(forKey: "key \(index)") == Data("value \(index)".utf8))
+        }
+        try await store.removeAll()
+        #expect(try await Self.keysPerMaster(cluster, store).values.reduce(0, +) == 0)
+        #expect(try await other.value(forKey: "k") == Data("stays".utf8))
+    }
+
+    /// Slots moved from one master to another while tasks read and write: every read returns the
+    /// value last written to its key (the store follows `ASK` while a slot moves and `MOVED`
+    /// after), and no operation fails.
+    @Test func aReshardingUnderLoadServesNoWrongValue() async throws {
+        let cluster = try await RedisTestCluster()
+        let store = try Self.store(cluster, "reshard")
+        let keys = 400
+        for index in 0..<keys { try await store.setValue(Data("0".utf8), forKey: "key \(index)") }
+        let from = try await cluster.command(["CLUSTER", "MYID"], node: 0).replacingOccurrences(of: "\"", with: "")
+        let to = try await cluster.command(["CLUSTER", "MYID"], node: 1).replacingOccurrences(of: "\"", with: "")
+        let before = try await Self.keysPerMaster(cluster, store)
+        let done = Locked(false)
+        let resharding = Task {
+            defer { done.withLock { $0 = true } }
+            _ = try await cluster.command(
+                ["--cluster", "reshard", "127.0.0.1:\(cluster.nodes[0].port)", "--cluster-from", from, "--cluster-to", to,
+                 "--cluster-slots", "1500", "--cluster-yes", "--cluster-pipeline", "10"], node: 0)
+        }
+        // Four tasks, each owning a quarter of the keys: it writes the next version of one of its
+        // keys, then reads every key it owns in turn, each of which must be at its last version.
+        let wrong = try await withThrowingTaskGroup(of: (wrong: Int, operations: Int).self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    var versions = [Int](repeating: 0, count: keys)
+                    var wrong = 0
+                    var operations = 0
+                    var round = 0
+                    while !done.withLock({ $0 }) || round < 2 {
+                        for index in stride(from: worker, to: keys, by: 4) {
+                            if index % 40 == round % 40 {
+                                versions[index] += 1
+                                try await store.setValue(Data("\(versions[index])".utf8), forKey: "key \(index)")
+                            }
+                            if try await store.value(forKey: "key \(index)") != Data("\(versions[index])".utf8) { wrong += 1 }
+                            operations += 1
+                        }
+                        round += 1
+                    }
+                    return (wrong, operations)
+                }
+            }
+            return try await group.reduce(into: (wrong: 0, operations: 0)) { $0.wrong += $1.wrong; $0.operations += $1.operations }
+        }
+        try await resharding.value
+        let after = try await Self.keysPerMaster(cluster, store)
+        #expect(wrong.wrong == 0, "\(wrong.wrong) wrong values in \(wrong.operations) reads")
+        #expect(after[cluster.nodes[0].port, default: 0] < before[cluster.nodes[0].port, default: 0], "keys moved: \(before) → \(after)")
+        #expect(store.statistics.errors == 0)
+        let counts = try #require(store.cluster).counts
+        #expect(counts.moved > 0, "the store followed MOVED redirects: \(counts)")
+    }
+
+    /// One slot moved by hand, step by step: while it is half moved, the keys already moved are
+    /// read through `ASK` (with `ASKING`, on the importing node), the others on the old node, and
+    /// a new key is written on the importing node; once moved, `MOVED` takes every key there.
+    @Test func aSlotHalfMovedIsReadAndWrittenThroughAsk() async throws {
+        let cluster = try await RedisTestCluster()
+        let store = try Self.store(cluster, "ask")
+        let keys = (0..<20).map { "{moving}\($0)" }
+        for key in keys { try await store.setValue(Data(key.utf8), forKey: key) }
+        let slot = String(ClusterSlot.of(store.redisKey(for: keys[0])))
+        var masters: [(index: Int, id: String, keys: Int)] = []
+        for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
+            let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
+            let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
+            masters.append((index, id, count))
+        }
+        let source = try #require(masters.first { $0.keys == keys.count }, "\(masters)")
+        let target = try #require(masters.first { $0.index != source.index })
+        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], node: target.index)
+        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "MIGRATING", target.id], node: source.index)
+        let port = String(cluster.nodes[target.index].port)
+        let firstHalf = keys.prefix(10).map { store.redisKey(for: $0) }
+        _ = try await cluster.command(["MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"] + firstHalf, node: source.index)
+
+        for key in keys { #expect(try await store.value(forKey: key) == Data(key.utf8), "\(key), half moved") }
+        try await store.setValue(Data("new".utf8), forKey: "{moving}new")
+        #expect(try await store.value(forKey: "{moving}new") == Data("new".utf8))
+        let asked = try #require(store.cluster).counts.asked
+        #expect(asked >= 12, "the moved keys and the new one went through ASK: \(asked)")
+        #expect(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: target.index) == "(integer) 11")
+
+        let secondHalf = keys.dropFirst(10).map { store.redisKey(for: $0) }
+        _ = try await cluster.command(["MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"] + secondHalf, node: source.index)
+        for master in masters { _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "NODE", target.id], node: master.index) }
+        for key in keys { #expect(try await store.value(forKey: key) == Data(key.utf8), "\(key), moved") }
+        #expect(try #require(store.cluster).counts.moved > 0)
+        #expect(store.statistics.errors == 0)
+    }
+
+    /// Local layers in front of a cluster are not used (a cluster's notices are not followed
+    /// yet): a value another client changes is never served stale.
+    @Test func localLayersInFrontOfAClusterStayUnused() async throws {
+        let cluster = try await RedisTestCluster()
+        let redis = try Self.store(cluster, "coherent")
+        let other = RedisStore(configuration: redis.configuration, logger: .quiet)
+        let memory = MemoryStore<String, Data>()
+        let store = memory.coherent(with: redis, logger: .quiet)
+        try await store.setValue(Data("1".utf8), forKey: "k")
+        #expect(try await store.value(forKey: "k") == Data("1".utf8))
+        try await other.setValue(Data("2".utf8), forKey: "k")
+        #expect(try await store.value(forKey: "k") == Data("2".utf8))
+        #expect(memory.count == 0)
+        #expect(!store.coherence.isCoherent)
+    }
+
+    /// A "cluster" that is a single server, or whose nodes are all down: operations throw a
+    /// clear error naming the key and what the nodes answered.
+    @Test func aServerThatIsNoClusterOrNoNodeAtAllIsAClearError() async throws {
+        let single = RedisStore(configuration: try RedisStore.Configuration(clusterURLs: [try await SharedRedis.url()]), logger: .quiet)
+        let error = try await #require(throws: StoreError.self) { try await single.value(forKey: "k") }
+        #expect(error.code == .io && "\(error)".contains("key k") && "\(error)".contains("cluster support disabled"), "\(error)")
+
+        let server = try await RedisTestServer()
+        let url = server.url
+        await server.stop()
+        let none = RedisStore(configuration: try RedisStore.Configuration(clusterURLs: [url]), logger: .quiet)
+        let down = try await #require(throws: StoreError.self) { try await none.setValue(Data(), forKey: "k") }
+        #expect(down.code == .unavailable && "\(down)".contains("key k"), "\(down)")
+    }
+
+    /// A master killed: once the cluster has put its replica in its place, the store's reads of
+    /// that master's keys succeed again, with the values written before — the first read after
+    /// the cluster is ready included (a failed node makes the store ask for a new map at once).
+    @Test func readsComeBackOnceAReplicaTakesOverAKilledMaster() async throws {
+        let cluster = try await RedisTestCluster()
+        let store = try Self.store(cluster, "failover")
+        for index in 0..<200 { try await store.setValue(Data("value \(index)".utf8), forKey: "key \(index)") }
+        try await cluster.waitUntilReplicated()
+        await cluster.nodes[0].kill()
+        try await cluster.waitUntilReady()
+        let maps = try #require(store.cluster).counts.maps
+        for index in 0..<200 {
+            #expect(try await store.value(forKey: "key \(index)") == Data("value \(index)".utf8), "key \(index)")
+        }
+        #expect(try #require(store.cluster).counts.maps > maps, "the failed master made the store load a new map")
     }
 }

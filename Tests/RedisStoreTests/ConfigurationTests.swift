@@ -89,6 +89,36 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func clusterURLsNameTheNodesOnce() throws {
+        let configuration = try RedisStore.Configuration(
+            clusterURLs: ["rediss://:pw@10.0.0.5:7000", "rediss://:pw@10.0.0.6:7001", "rediss://:pw@10.0.0.5:7000"], keyPrefix: "app:"
+        )
+        #expect(configuration.host == "10.0.0.5" && configuration.port == 7000)
+        #expect(configuration.cluster == [.init(host: "10.0.0.5", port: 7000), .init(host: "10.0.0.6", port: 7001)])
+        #expect(configuration.password == "pw" && configuration.tls != nil && configuration.keyPrefix == "app:")
+        #expect(RedisStore.Configuration().cluster == nil)
+    }
+
+    @Test(arguments: [
+        ([], "none was given"),
+        (["redis://10.0.0.5:7000/1"], "database 0 only"),
+        (["redis://10.0.0.5:7000", "rediss://10.0.0.6:7000"], "scheme and credentials"),
+        (["redis://:a@10.0.0.5:7000", "redis://:b@10.0.0.6:7000"], "scheme and credentials"),
+        (["redis://10.0.0.5:7000", "http://10.0.0.6"], "scheme must be"),
+    ])
+    func invalidClusterURLsAreRefused(urls: [String], reason: String) {
+        do {
+            _ = try RedisStore.Configuration(clusterURLs: urls)
+            Issue.record("\(urls) was accepted")
+        } catch let error as StoreError {
+            #expect(error.code == .invalidConfiguration)
+            #expect("\(error)".contains(reason), "\(error)")
+            #expect(!"\(error)".contains(":b@"), "no password in \(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
     @Test func neverShowsThePassword() throws {
         let configuration = try RedisStore.Configuration(url: "redis://alice:topsecret@host:7000/2", keyPrefix: "app:")
         #expect(configuration.url == "redis://alice:***@host:7000/2")

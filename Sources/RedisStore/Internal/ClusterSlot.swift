@@ -1,3 +1,5 @@
+import NIOCore
+
 /// Redis Cluster's hash slot of a key: CRC16 (XMODEM) of the key's bytes, or of its hash tag,
 /// modulo 16,384.
 ///
@@ -10,11 +12,16 @@ enum ClusterSlot {
     /// The slot of `key`, hashed as its UTF-8 bytes.
     static func of(_ key: String) -> Int {
         var key = key
-        return key.withUTF8 { of($0) }
+        return key.withUTF8 { Self.of(bytes: $0) }
+    }
+
+    /// The slot of a key given as a buffer's readable bytes.
+    static func of(_ key: ByteBuffer) -> Int {
+        key.withUnsafeReadableBytes { raw in raw.withMemoryRebound(to: UInt8.self) { Self.of(bytes: $0) } }
     }
 
     /// The slot of a key given as bytes.
-    static func of(_ key: UnsafeBufferPointer<UInt8>) -> Int {
+    static func of(bytes key: UnsafeBufferPointer<UInt8>) -> Int {
         var hashed = key[...]
         if let open = key.firstIndex(of: UInt8(ascii: "{")),
             let close = key[(open + 1)...].firstIndex(of: UInt8(ascii: "}")), close > open + 1

@@ -50,6 +50,25 @@ final class RedisConnection: Sendable {
         return promise.futureResult
     }
 
+    /// Sends `ASKING`, then `command`, one right after the other (no command of another caller
+    /// between them: both are written in one turn of the event loop), for a key a cluster node is
+    /// importing (an `ASK` redirect).
+    /// - Returns: The reply to `command`; fails with `RedisClientError`.
+    func sendAsking(_ command: RESPValue, timeout: TimeAmount) -> EventLoopFuture<RESPValue> {
+        let loop = channel.eventLoop
+        let asking = loop.makePromise(of: RESPValue.self)
+        let promise = loop.makePromise(of: RESPValue.self)
+        let channel = channel
+        loop.execute {
+            for (request, promise) in [(RESPValue.command("ASKING"), asking), (command, promise)] {
+                channel.writeAndFlush(RedisRequest(command: request, promise: promise, timeout: timeout)).whenFailure { error in
+                    promise.fail(error as? RedisClientError ?? .connectionClosed(cause: error))
+                }
+            }
+        }
+        return asking.futureResult.and(promise.futureResult).map { $0.1 }
+    }
+
     /// Closes the connection; commands waiting for a reply fail with `connectionClosed`.
     func close() {
         channel.close(mode: .all, promise: nil)

@@ -91,6 +91,13 @@ final class RedisConnectionPool: Sendable {
         }
     }
 
+    /// Sends `ASKING` and then `command` on one pooled connection (``RedisConnection/sendAsking(_:timeout:)``),
+    /// and returns the reply to `command`. Sent once: the redirect it follows is one moment's.
+    /// - Throws: `RedisClientError`, or `CancellationError`.
+    func sendAsking(_ command: RESPValue) async throws -> RESPValue {
+        try await Self.value(of: connection().sendAsking(command, timeout: endpoint.commandTimeout))
+    }
+
     /// Where a wait for a future stands: not waiting yet, waiting with its continuation, or over
     /// (answered, or cancelled).
     private enum Wait<Value: Sendable>: Sendable {

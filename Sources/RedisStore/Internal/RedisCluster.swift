@@ -1,0 +1,303 @@
+import HanekeProtocols
+import Logging
+import NIOCore
+
+/// The nodes of a Redis Cluster, a pool of connections to each, and which master serves each
+/// slot: what a ``RedisStore`` sends through when configured for a cluster.
+///
+/// - The map of slots comes from `CLUSTER SLOTS`, asked of the known masters, then of the
+///   configured nodes, before the first command and again after any sign that it changed.
+/// - `MOVED slot host:port` (the slot now lives there for good) updates the slot at once, sends the
+///   command again there, and refreshes the whole map in the background (a resharding moves many
+///   slots). `ASK slot host:port` (the key is being moved there) sends `ASKING` and the command to
+///   that node once, without changing the map.
+/// - A node that cannot be reached makes the command wait for a new map (one under way, or one
+///   asked for now): if it names another master for the slot (a replica took over), the command
+///   is sent there; otherwise it fails (`unavailable`, as a single server down does). A cluster
+///   that answers `CLUSTERDOWN` refreshes the map in the background, at most every
+///   ``refreshInterval``.
+/// - Pools are made for each node as it is first named and kept until the store shuts down (a
+///   cluster has few nodes; a failed one's pool fails fast while it backs off).
+final class RedisCluster: Sendable {
+    /// A node's address.
+    struct Address: Hashable, Sendable, CustomStringConvertible {
+        var host: String
+        var port: Int
+
+        /// `host:port`, with brackets around an IPv6 address.
+        var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// The shortest time between two refreshes of the map that failures asked for.
+    static let refreshInterval: Duration = .milliseconds(100)
+    /// The most redirects one command follows.
+    static let maximumRedirects = 5
+
+    /// The settings every node's connections share (credentials, timeouts, TLS); host and port
+    /// are each node's.
+    private let template: RedisEndpoint
+    /// The configured nodes, asked for the map when no known master answers.
+    private let seeds: [Address]
+    private let connectionCount: Int
+    private let backoff: ReconnectBackoff
+    private let logger: Logger
+    private let state = Locked(State())
+
+    private struct State {
+        /// Each slot's master, as an index into `addresses`; `unknown` before the first map.
+        var owners = [UInt16](repeating: unknown, count: ClusterSlot.count)
+        var addresses: [Address] = []
+        var pools: [Address: RedisConnectionPool] = [:]
+        /// The masters of the last map, each once.
+        var masters: [Address] = []
+        /// The refresh under way, which callers needing a map wait for (a future, so that a
+        /// cancelled caller stops waiting at once).
+        var refresh: EventLoopFuture<Void>?
+        /// When the last refresh started.
+        var lastRefresh: ContinuousClock.Instant?
+        var isShutDown = false
+        /// Redirects followed so far, and maps loaded.
+        var moved = 0
+        var asked = 0
+        var maps = 0
+
+        static let unknown = UInt16.max
+
+        /// The index of `address`, added if new.
+        mutating func index(of address: Address) -> UInt16 {
+            if let index = addresses.firstIndex(of: address) { return UInt16(index) }
+            addresses.append(address)
+            return UInt16(addresses.count - 1)
+        }
+    }
+
+    init(template: RedisEndpoint, seeds: [Address], connectionCount: Int, backoff: ReconnectBackoff, logger: Logger) {
+        self.template = template
+        self.seeds = seeds
+        self.connectionCount = connectionCount
+        self.backoff = backoff
+        self.logger = logger
+    }
+
+    /// The pool of `address`, made on first use.
+    func pool(at address: Address) -> RedisConnectionPool {
+        state.withLock { state in
+            if let pool = state.pools[address] { return pool }
+            var endpoint = template
+            endpoint.host = address.host
+            endpoint.port = address.port
+            let pool = RedisConnectionPool(endpoint: endpoint, size: connectionCount, backoff: backoff, logger: logger)
+            if state.isShutDown { pool.shutDown() }
+            state.pools[address] = pool
+            return pool
+        }
+    }
+
+    /// Sends `command` to the master of `slot` (any master for `nil`: a command without a key),
+    /// following redirects, and returns the reply (an error reply other than a redirect is a
+    /// reply).
+    /// - Throws: `RedisClientError`, or `CancellationError`.
+    func send(_ command: RESPValue, slot: Int?, retrying: Bool) async throws -> RESPValue {
+        var asking: Address?
+        var redirects = 0
+        while true {
+            let target: Address
+            if let asking {
+                target = asking
+            } else {
+                target = try await master(of: slot)
+            }
+            let reply: RESPValue
+            do {
+                reply = if asking != nil {
+                    try await pool(at: target).sendAsking(command)
+                } else {
+                    try await pool(at: target).send(command, retrying: retrying)
+                }
+            } catch let error as RedisClientError where asking == nil && !(error.code == .authentication || error.code == .invalidConfiguration) {
+                // The node may have failed and a replica taken over: with a new map that names
+                // another master for the slot, the command is sent again there.
+                // A command that may have reached the failed node is sent again only if it may be.
+                let neverSent = switch error {
+                case .connectFailed, .backingOff, .shutDown: true
+                default: false
+                }
+                guard retrying || neverSent, redirects < Self.maximumRedirects, (try? await refresh(force: true)) != nil,
+                    let now = try? await master(of: slot), now != target
+                else { throw error }
+                redirects += 1
+                continue
+            }
+            guard case .error(let message) = reply, redirects < Self.maximumRedirects else { return reply }
+            if let (movedSlot, address) = Self.redirect(message, kind: "MOVED") {
+                state.withLock { state in
+                    state.owners[movedSlot] = state.index(of: address)
+                    state.moved += 1
+                }
+                refreshSoon()
+                asking = nil
+            } else if let (_, address) = Self.redirect(message, kind: "ASK") {
+                asking = address
+                state.withLock { $0.asked += 1 }
+            } else {
+                if message.hasPrefix("CLUSTERDOWN") { refreshSoon() }
+                return reply
+            }
+            redirects += 1
+        }
+    }
+
+    /// The masters of the current map, each once (the map is made first if there is none).
+    /// - Throws: What asking for the map throws.
+    func masters() async throws -> [Address] {
+        if let masters = state.withLock({ $0.masters.isEmpty ? nil : $0.masters }) { return masters }
+        try await refresh(force: true)
+        return state.withLock { $0.masters }
+    }
+
+    /// The `MOVED` and `ASK` redirects followed so far, and the maps loaded.
+    var counts: (moved: Int, asked: Int, maps: Int) {
+        state.withLock { ($0.moved, $0.asked, $0.maps) }
+    }
+
+    /// Closes every node's connections; later commands fail with `shutDown`.
+    func shutDown() {
+        let pools = state.withLock { state in
+            state.isShutDown = true
+            return Array(state.pools.values)
+        }
+        for pool in pools { pool.shutDown() }
+    }
+
+    // MARK: - The map
+
+    /// The master of `slot`, or of any slot for `nil`; the map is made first if it has none.
+    private func master(of slot: Int?) async throws -> Address {
+        for attempt in 0..<2 {
+            let known = state.withLock { state -> Address? in
+                if let slot {
+                    let owner = state.owners[slot]
+                    return owner == State.unknown ? nil : state.addresses[Int(owner)]
+                }
+                return state.masters.first
+            }
+            if let known { return known }
+            try await refresh(force: attempt == 0)
+        }
+        throw RedisClientError.errorReply("CLUSTERDOWN Hash slot not served: no master serves slot \(slot ?? -1) in the cluster's map")
+    }
+
+    /// Starts a refresh of the map in the background, unless one is under way or started less
+    /// than ``refreshInterval`` ago.
+    private func refreshSoon() {
+        Task { try? await startRefresh(force: false) }
+    }
+
+    /// Refreshes the map and waits for it (joining one under way).
+    /// - Throws: What loading the map threw, or `CancellationError` as soon as the caller is
+    ///   cancelled (the refresh goes on for the others).
+    private func refresh(force: Bool) async throws {
+        if let refresh = try await startRefresh(force: force) { try await RedisConnectionPool.value(of: refresh) }
+    }
+
+    /// The refresh to wait for: one under way, or one started now (always when `force`, otherwise
+    /// only once ``refreshInterval`` has passed since the last); `nil` when none is due.
+    private func startRefresh(force: Bool) async throws -> EventLoopFuture<Void>? {
+        let group = try await RedisConnectionPool.eventLoopGroup()
+        let now = ContinuousClock.now
+        let started = state.withLock { current -> (EventLoopFuture<Void>, EventLoopPromise<Void>?)? in
+            if let refresh = current.refresh { return (refresh, nil) }
+            guard !current.isShutDown else { return nil }
+            if !force, let last = current.lastRefresh, now - last < Self.refreshInterval { return nil }
+            current.lastRefresh = now
+            let promise = group.next().makePromise(of: Void.self)
+            current.refresh = promise.futureResult
+            return (promise.futureResult, promise)
+        }
+        guard let (future, promise) = started else { return nil }
+        if let promise {
+            Task { [self] in
+                do {
+                    try await loadMap()
+                    state.withLock { $0.refresh = nil }
+                    promise.succeed(())
+                } catch {
+                    state.withLock { $0.refresh = nil }
+                    promise.fail(error)
+                }
+            }
+        }
+        return future
+    }
+
+    /// Asks the known masters, then the configured nodes, for the map until one answers, and
+    /// installs it.
+    private func loadMap() async throws {
+        let candidates = state.withLock { $0.masters } + seeds
+        var tried = Set<Address>()
+        var lastError: any Error = RedisClientError.errorReply("no node of the cluster was configured")
+        for address in candidates where tried.insert(address).inserted {
+            do {
+                let reply = try await pool(at: address).send(.command("CLUSTER", "SLOTS"), retrying: true)
+                let ranges = try Self.slotRanges(reply, askedOf: address)
+                state.withLock { state in
+                    var owners = [UInt16](repeating: State.unknown, count: ClusterSlot.count)
+                    var masters: [Address] = []
+                    for range in ranges {
+                        let index = state.index(of: range.master)
+                        for slot in range.slots { owners[slot] = index }
+                        if !masters.contains(range.master) { masters.append(range.master) }
+                    }
+                    state.owners = owners
+                    state.masters = masters
+                    state.maps += 1
+                }
+                return
+            } catch let error as CancellationError {
+                throw error
+            } catch {
+                lastError = error
+            }
+        }
+        logger.debug("Could not read the Redis Cluster's map from any node", metadata: ["error": "\(lastError)"])
+        throw lastError
+    }
+
+    /// The slot ranges and their masters in a `CLUSTER SLOTS` reply: an array of `[first, last,
+    /// [host, port, id, …], replicas…]`. A master without a host (an empty one, or `?`) is the node
+    /// that answered.
+    /// - Throws: `RedisClientError.errorReply` for an error reply, or a reply of another shape.
+    static func slotRanges(_ reply: RESPValue, askedOf node: Address) throws -> [(slots: ClosedRange<Int>, master: Address)] {
+        if case .error(let message) = reply { throw RedisClientError.errorReply(message) }
+        guard case .array(let entries?) = reply else {
+            throw RedisClientError.errorReply("CLUSTER SLOTS answered \(reply.summary), not an array")
+        }
+        return try entries.map { entry in
+            guard case .array(let parts?) = entry, parts.count >= 3,
+                case .integer(let first) = parts[0], case .integer(let last) = parts[1],
+                (0..<Int64(ClusterSlot.count)).contains(first), (first..<Int64(ClusterSlot.count)).contains(last),
+                case .array(let master?) = parts[2], master.count >= 2, case .integer(let port) = master[1],
+                (1...65_535).contains(port)
+            else {
+                throw RedisClientError.errorReply("CLUSTER SLOTS answered a range that is not [first, last, [host, port, …]]: \(entry.summary)")
+            }
+            let host = master[0].text ?? ""
+            return (Int(first)...Int(last), Address(host: host.isEmpty || host == "?" ? node.host : host, port: Int(port)))
+        }
+    }
+
+    /// The slot and address of a `MOVED` or `ASK` error reply (`MOVED 3999 127.0.0.1:6381`); an
+    /// address without a host (`:6381`) is on the host of the node that answered — not known
+    /// here, so such a reply is not followed.
+    static func redirect(_ message: String, kind: String) -> (slot: Int, address: Address)? {
+        let parts = message.split(separator: " ")
+        guard parts.count == 3, parts[0] == kind, let slot = Int(parts[1]), (0..<ClusterSlot.count).contains(slot),
+            let colon = parts[2].lastIndex(of: ":"), let port = Int(parts[2][parts[2].index(after: colon)...]),
+            (1...65_535).contains(port)
+        else { return nil }
+        var host = parts[2][..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        guard !host.isEmpty else { return nil }
+        return (slot, Address(host: String(host), port: port))
+    }
+}
