@@ -5,7 +5,8 @@ import RedisStore
 /// Workload R: RedisStore `setValue` and `value(forKey:)` with 4 KiB values at 1 and 16 requests in
 /// flight, against `redis-benchmark` (the C client shipped with Redis) with the same payload,
 /// keyspace and concurrency, on the same private server, interleaved in one run: over plain TCP,
-/// then over TLS (certificates made for the run; `redis-benchmark --tls`).
+/// then over TLS (certificates made for the run; `redis-benchmark --tls`), then against a private
+/// Redis Cluster of 3 masters and 3 replicas (`redis-benchmark --cluster`).
 ///
 /// `redis-benchmark -c N` opens N connections with one request in flight each; the store keeps its
 /// default pool of 4 connections and pipelines the N requests over them.
@@ -19,13 +20,18 @@ enum RedisStoreBenchmarks {
         let benchmark = try RedisTestServer.executable(named: "redis-benchmark")
         var secure = try RedisStore.Configuration(url: server.tlsURL ?? "", keyPrefix: "bench:")
         secure.tls?.certificateAuthorityFile = certificates.authority
+        let cluster = try await RedisTestCluster()
         let transports: [(name: String, store: RedisStore, port: Int, options: [String])] = [
             ("", try RedisStore(url: server.url, keyPrefix: "bench:"), server.port, []),
             (" over TLS", RedisStore(configuration: secure), server.tlsPort ?? 0, ["--tls", "--cacert", certificates.authority]),
+            (" on a cluster", RedisStore(configuration: try RedisStore.Configuration(clusterURLs: cluster.urls, keyPrefix: "bench:")),
+             cluster.nodes[0].port, ["--cluster"]),
         ]
         var random = SystemRandomNumberGenerator()
         let value = Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
-        for key in 0..<keyspace { try await transports[0].store.setValue(value, forKey: "key:\(key)") }
+        for store in [transports[0].store, transports[2].store] {
+            for key in 0..<keyspace { try await store.setValue(value, forKey: "key:\(key)") }
+        }
 
         var rows: [Row] = []
         for transport in transports {
@@ -39,7 +45,7 @@ enum RedisStoreBenchmarks {
                             benchmark, port: transport.port, options: transport.options, command: command, requests: requests, inFlight: inFlight
                         )
                     }
-                    let options = transport.options.isEmpty ? "" : " --tls --cacert CA"
+                    let options = transport.options.isEmpty ? "" : transport.options == ["--cluster"] ? " --cluster" : " --tls --cacert CA"
                     rows.append(Row(
                         workload: "R", name: "RedisStore \(command)\(transport.name)", variant: "4 KiB, \(inFlight) in flight",
                         subject: Figure(label: command == "set" ? "setValue" : "value(forKey:)", value: result.subject, unit: "ops/s"),
@@ -51,6 +57,7 @@ enum RedisStoreBenchmarks {
             }
         }
         await server.stop()
+        for node in cluster.nodes { await node.stop() }
         return rows
     }
 
@@ -85,10 +92,11 @@ enum RedisStoreBenchmarks {
             "-h", "127.0.0.1", "-p", String(port)] + options + ["-t", command, "-d", "4096", "-r", String(keyspace),
             "-c", String(inFlight), "-n", String(requests), "--csv",
         ])
-        // "test","rps",… then "SET","45045.04",…
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
-        guard status == 0, lines.count >= 2,
-              let rps = Double(lines[1].split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else {
+        // "test","rps",… then "SET","45045.04",… (with --cluster, after lines about the nodes)
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("\"\(command.uppercased())\",") }
+        let fields = line?.split(separator: ",") ?? []
+        guard status == 0, fields.count >= 2,
+              let rps = Double(fields[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else {
             throw BenchmarkFailure(message: "redis-benchmark failed: \(String(decoding: data, as: UTF8.self))")
         }
         return rps

@@ -122,7 +122,9 @@ final class RedisCluster: Sendable {
                 case .connectFailed, .backingOff, .shutDown: true
                 default: false
                 }
-                guard retrying || neverSent, redirects < Self.maximumRedirects, (try? await refresh(force: true)) != nil,
+                let refreshed = (try? await refresh(force: true)) != nil
+                try Task.checkCancellation()
+                guard retrying || neverSent, redirects < Self.maximumRedirects, refreshed,
                     let now = try? await master(of: slot), now != target
                 else { throw error }
                 redirects += 1
