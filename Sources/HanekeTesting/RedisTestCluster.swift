@@ -41,11 +41,7 @@ public final class RedisTestCluster: Sendable {
         }
         self.nodes = nodes
         let addresses = nodes.map { "127.0.0.1:\($0.port)" }
-        let cli = cli
-        let folder = nodes[0].directory.path
-        _ = try await IOExecutor.shared.run {
-            try runTool(cli, ["--cluster", "create"] + addresses + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"], in: folder)
-        }
+        _ = try await redisCLI(["--cluster", "create"] + addresses + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"], in: 0)
         try await waitUntilReady()
     }
 
@@ -53,12 +49,15 @@ public final class RedisTestCluster: Sendable {
     /// prints it (one line per element of an array).
     /// - Throws: ``RedisTestServer/Failure`` when `redis-cli` fails.
     public func command(_ arguments: [String], node: Int) async throws -> String {
+        try await redisCLI(["-p", String(nodes[node].port), "--no-raw"] + arguments, in: node).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs `redis-cli` with `arguments` in the folder of node `node`, on the I/O executor (it
+    /// waits for the process), and returns what it printed.
+    private func redisCLI(_ arguments: [String], in node: Int) async throws -> String {
         let cli = cli
-        let port = String(nodes[node].port)
         let folder = nodes[node].directory.path
-        return try await IOExecutor.shared.run {
-            try runTool(cli, ["-p", port, "--no-raw"] + arguments, in: folder).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        return try await IOExecutor.shared.run { try runTool(cli, arguments, in: folder) }
     }
 
     /// Waits until every running master's replicas have received all it has written (their
@@ -115,10 +114,7 @@ public final class RedisTestCluster: Sendable {
             }
             if ready, let first = running.first {
                 do {
-                    let cli = cli
-                    let address = "127.0.0.1:\(nodes[first].port)"
-                    let folder = nodes[first].directory.path
-                    _ = try await IOExecutor.shared.run { try runTool(cli, ["--cluster", "check", address], in: folder) }
+                    _ = try await redisCLI(["--cluster", "check", "127.0.0.1:\(nodes[first].port)"], in: first)
                     return
                 } catch {
                     last = "\(error)"
