@@ -144,17 +144,6 @@ struct KeyValueCacheTests {
         }
     }
 
-    /// Runs `body` for each of `elements`, at most `width` at a time.
-    func forEach(_ elements: Range<Int>, atOnce width: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (position, element) in elements.enumerated() {
-                if position >= width { try await group.next() }
-                group.addTask { try await body(element) }
-            }
-            try await group.waitForAll()
-        }
-    }
-
     @Test func storeErrorsMapToTheStatusesAGatewayAnswersWith() {
         #expect(StoreError(.notFound, "no key k").httpStatus == 404)
         #expect(StoreError(.invalidStatusCode, "GET /x answered 404", statusCode: 404).httpStatus == 404)

@@ -29,3 +29,22 @@ public func waitUntil(
         try await Task.sleep(for: .milliseconds(5))
     }
 }
+
+/// Runs `body` for each of `elements`, at most `width` at a time, and returns when all are done.
+///
+/// For a test of many operations: one after another, each operation's hops wait in line for
+/// Swift's two cooperative threads behind every other suite's jobs (30 ms on average, up to a
+/// second, beside a CPU hog), and a few hundred of them in a row can outlast a time limit.
+public func forEach<Elements: Sequence & Sendable>(
+    _ elements: Elements,
+    atOnce width: Int,
+    _ body: @escaping @Sendable (Elements.Element) async throws -> Void
+) async throws where Elements.Element: Sendable {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for (position, element) in elements.enumerated() {
+            if position >= width { try await group.next() }
+            group.addTask { try await body(element) }
+        }
+        try await group.waitForAll()
+    }
+}
