@@ -44,7 +44,7 @@ build: build-deps
 # The tool in release mode, .build/release/haneke (what `make demo` runs and `make install` installs).
 release: build-deps
 	@echo "Building haneke in release mode (the first build takes several minutes)."
-	$(SWIFT) build -c release --product haneke
+	SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) build -c release --product haneke
 
 # The tests run beside a private redis-server (scripts/with-redis passes its URL in
 # HANEKE_REDIS_URL); if it cannot start, the run fails rather than skipping the Redis tests.
@@ -56,10 +56,12 @@ test: test-deps
 	SWIFT=$(SWIFT) scripts/with-redis scripts/run-tests $(TRAITS)
 	$(MAKE) check-snippets
 
-# Every ```swift block of README.md, the examples' READMEs and the DocC articles, compiled as
-# written in a scratch package (.build/snippets); first the check's own test, a block that must fail.
+# Every ```swift block of README.md, the examples' READMEs and the DocC articles, type-checked as
+# written against the debug build (every trait); first the check's own tests, blocks that must fail.
 check-snippets: build-deps
+	scripts/build-without-warnings --build-tests $(TRAITS)
 	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "cannot find 'URL' in scope" scripts/snippet-fixtures/missing-import.md
+	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "imports StoreFolders, which is neither a product" scripts/snippet-fixtures/internal-module.md
 	SWIFT=$(SWIFT) scripts/check-snippets
 
 # The same tests beside a CPU hog that keeps the load average at 4x the cores (scripts/under-load);
