@@ -198,11 +198,13 @@ public final class SQLiteStore: Store {
     static func openDatabase(in folder: SharedStoreFolder, configuration: Configuration, logPages: Int) throws -> Database {
         try folder.prepareFile(databaseFileName)
         try checkDatabaseFiles(in: folder, database: false)
-        return try Database(
+        let database = try Database(
             folder: folder, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
             walPages: logPages, busyTimeout: configuration.busyTimeout, exclusive: configuration.exclusiveAccess,
             cacheSize: configuration.pageCacheSize, upgrade: true
         )
+        database.recordOpenedCompanions()
+        return database
     }
 
     /// Checks that the database and SQLite's companion files (its log, the log's index, a rollback
@@ -659,11 +661,25 @@ public final class SQLiteStore: Store {
     /// database's name in the folder. When it was deleted or replaced behind the store's back (a
     /// write to it would be acknowledged and lost), opens the database at the name again — making
     /// a new one, and the folder too if that was deleted — and runs the change there.
+    ///
+    /// The moved database's log and the log's index stay at their names (SQLite neither copies
+    /// the log into a moved database nor deletes it): a connection opened at the name would take
+    /// them for the new database's and read the old database's pages over it (10 rows of the old
+    /// database, none of the new one's). So the old connection is closed first, and the companion
+    /// files it had open are removed when they are still at their names.
     private func change<T>(_ state: inout State, _ body: (Database) throws -> T) throws -> T {
         let result = try body(state.database)
         guard state.database.hasMoved() else { return result }
         logger.warning("The store's database was deleted or replaced behind its back; opening it again", metadata: ["directory": "\(directory)"])
+        let moved = state.database
+        // Compared while the connection still holds them open, so that no other file can have
+        // taken their inodes; removed once it has closed.
+        let stale = moved.openedCompanions.filter { folder.identity(of: $0.key) == $0.value }
+        moved.close()
         _ = try folder.reopenIfDeleted()
+        for (name, identity) in stale where folder.identity(of: name) == identity {
+            try folder.removeFile(name)
+        }
         state.database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
         state.uses = [:]
         return try body(state.database)

@@ -78,6 +78,12 @@ package struct SharedStoreFolder: Sendable {
         try folder.reopenIfDeleted(folder.descriptor)
     }
 
+    /// The identity (device and inode) of `name`, or `nil` when it is not there (a link is not
+    /// followed).
+    package func identity(of name: String) -> FileIdentity? {
+        name.withCString { POSIX.status(of: $0, in: folder.descriptor) }.map(\.identity)
+    }
+
     /// The length of `name` in bytes, or `nil` when it is not there (a link is not followed).
     package func length(of name: String) -> Int? {
         name.withCString { POSIX.status(of: $0, in: folder.descriptor) }.map(\.size)

@@ -664,6 +664,20 @@ final class Database: @unchecked Sendable {
         Int64(try text(sql) ?? "") ?? 0
     }
 
+    /// SQLite's companion files of the database (its log, the log's index) that this connection
+    /// has open, by name, as they were when it opened: if the database is replaced behind the
+    /// store's back, they stay at their names, and a connection opened at the name would read the
+    /// old database's pages from them (see ``SQLiteStore``'s `change`).
+    private(set) var openedCompanions: [String: FileIdentity] = [:]
+
+    /// Records which companion files (log, log's index) this connection has open: called once
+    /// the connection has read the database (which opens them in WAL mode).
+    func recordOpenedCompanions() {
+        for name in StoreNames.smallValuesCompanions {
+            if let identity = folder.identity(of: name) { openedCompanions[name] = identity }
+        }
+    }
+
     /// Whether the database file this connection has open is no longer the one at its name in the
     /// folder: deleted, or replaced by another file (SQLite's `SQLITE_FCNTL_HAS_MOVED`, one `stat`
     /// through the folder's descriptor).
