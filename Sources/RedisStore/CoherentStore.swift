@@ -34,9 +34,14 @@ public import Synchronization
 ///   layer is emptied, and until both connections are back every read goes to Redis and nothing is
 ///   kept locally; they are pinged every `pingInterval`. The local layers are also emptied when
 ///   the store opens: a disk layer may hold what another machine has changed since.
-/// - **A bound on trust.** Every value kept locally expires after `maximumLocalLifetime` at most,
-///   whatever notice may have been lost without a connection closing. A value read from a local
-///   layer reports the earlier of its own expiry and that bound.
+/// - **A bound on trust.** Every value kept locally leaves the local layers `maximumLocalLifetime`
+///   after it was kept, whatever notice may have been lost without a connection closing. The bound
+///   is kept by a sweep every `sweepInterval`, not by an expiry on each local entry, so that a
+///   local hit of ``value(forKey:)`` reads no clock (a clock read would cost about a third of a
+///   memory hit): such a hit may serve a value up to `sweepInterval` past the bound (later if the
+///   process is starved of CPU). ``entry(forKey:)`` and ``attributes(forKey:)`` are exact: they
+///   never serve a local value past the bound, and report the earlier of its own expiry and the
+///   bound.
 ///
 /// `shared` is `redis`, or a store over it that keeps its keys (a `CodedStore`
 /// of another value type): the keys noticed are `redis`'s, and the writes through `shared` must
@@ -66,6 +71,8 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     public let redis: RedisStore
     /// The longest a value is kept locally.
     public let maximumLocalLifetime: Duration
+    /// How often values kept longer than ``maximumLocalLifetime`` are removed from the local layers.
+    public let sweepInterval: Duration
 
     private let clock: any StoreClock
     @usableFromInline let logger: Logger
@@ -73,6 +80,12 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     private let state: Locked<State>
     /// What reads look at, without a lock. Written under `state`'s lock.
     @usableFromInline let status: StatusCell
+    /// When each key kept locally must leave the local layers.
+    private let deadlines: Locked<LocalDeadlines>
+    /// What the notices' applier and the sweeper work on.
+    private let parts: Parts
+    /// Removes the keys whose deadline has come, every `sweepInterval`.
+    private let sweeper: Task<Void, Never>
     /// The tracking of `redis`'s keys and this store's subscription to its notices; `nil` with a
     /// Redis Cluster, whose notices are not followed yet.
     private let tracking: (Tracking, subscription: Int)?
@@ -104,30 +117,41 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     ///   - shared: `redis`, or a store over it.
     ///   - redis: The Redis store whose keys are tracked; its prefix is the tracked prefix.
     ///   - maximumLocalLifetime: The longest a value is kept locally; a minute by default.
+    ///   - sweepInterval: How often values kept longer than `maximumLocalLifetime` are removed
+    ///     locally; every 100 milliseconds by default.
     ///   - pingInterval: How often the notices' connection is pinged; every second by default.
     ///   - clock: The clock of the local lifetimes.
     ///   - logger: Where local failures are logged.
     public init(
         local: Local, shared: Shared, redis: RedisStore, maximumLocalLifetime: Duration = .seconds(60),
-        pingInterval: Duration = .seconds(1), clock: any StoreClock = SystemClock(),
-        logger: Logger = Logger(label: "haneke.coherence")
+        sweepInterval: Duration = .milliseconds(100), pingInterval: Duration = .seconds(1),
+        clock: any StoreClock = SystemClock(), logger: Logger = Logger(label: "haneke.coherence")
     ) {
         self.local = local
         self.shared = shared
         self.redis = redis
         self.maximumLocalLifetime = maximumLocalLifetime
+        self.sweepInterval = sweepInterval
         self.clock = clock
         self.logger = logger
         let state = Locked(State())
         self.state = state
         let status = StatusCell()
         self.status = status
+        let deadlines = Locked(LocalDeadlines())
+        self.deadlines = deadlines
         let (stream, continuation) = AsyncStream.makeStream(of: (Tracking.Notice, UInt64).self)
         notices = continuation
-        let gate = gate
+        let parts = Parts(local: local, gate: gate, state: state, status: status, deadlines: deadlines, logger: logger)
+        self.parts = parts
         applier = Task {
             for await (notice, generation) in stream {
-                await Self.apply(notice, generation: generation, to: local, gate: gate, state: state, status: status, logger: logger)
+                await Self.apply(notice, generation: generation, parts)
+            }
+        }
+        sweeper = Task {
+            while (try? await Task.sleep(for: sweepInterval)) != nil {
+                await Self.removeDue(at: clock.now(), parts)
             }
         }
         guard redis.cluster == nil else {
@@ -156,6 +180,7 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     deinit {
         if let (tracking, subscription) = tracking { tracking.unsubscribe(subscription) }
         notices.finish()
+        sweeper.cancel()
     }
 
     /// The notices received and the flushes made so far, and whether local layers are in use.
@@ -165,61 +190,100 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
         return statistics
     }
 
+    /// What the notices' applier and the sweeper share with the store.
+    private struct Parts: Sendable {
+        let local: Local
+        let gate: WriteGate
+        let state: Locked<State>
+        let status: StatusCell
+        let deadlines: Locked<LocalDeadlines>
+        let logger: Logger
+    }
+
     /// Applies one notice to the local layers, in the order notices came.
-    private static func apply(
-        _ notice: Tracking.Notice, generation: UInt64, to local: Local, gate: WriteGate, state: Locked<State>, status: StatusCell, logger: Logger
-    ) async {
+    private static func apply(_ notice: Tracking.Notice, generation: UInt64, _ parts: Parts) async {
         switch notice {
         case .invalidated(let keys):
-            for key in keys {
-                do {
-                    try await gate.change(key) { try await local.removeValue(forKey: key) }
-                    state.withLock { $0.statistics.invalidations += 1 }
-                } catch {
-                    // The key may still be held locally: stop using the local layers at once, and
-                    // use them again once they have been emptied.
-                    logger.error("Could not remove a key that changed in Redis from the local layers; emptying them", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
-                    let generation = state.withLock { state in
-                        state.statistics.invalidations += 1
-                        state.generation += 1
-                        status.raw.store(state.generation << 1, ordering: .releasing)
-                        return state.generation
-                    }
-                    await apply(.reset(coherent: true), generation: generation, to: local, gate: gate, state: state, status: status, logger: logger)
-                }
-            }
+            await remove(keys, counting: \.invalidations, parts)
         case .reset(let coherent):
             do {
-                try await gate.changeEveryKey { try await local.removeAll() }
+                try await parts.gate.changeEveryKey {
+                    try await parts.local.removeAll()
+                    parts.deadlines.withLock { $0.removeAll() }
+                }
             } catch {
                 // Local layers that cannot be emptied are not used again until a later reset
                 // empties them.
-                logger.error("Could not empty the local layers after notices from Redis may have been missed; they stay unused", metadata: ["error": "\(error)"])
-                state.withLock { $0.statistics.flushes += 1 }
+                parts.logger.error("Could not empty the local layers after notices from Redis may have been missed; they stay unused", metadata: ["error": "\(error)"])
+                parts.state.withLock { $0.statistics.flushes += 1 }
                 return
             }
-            state.withLock { state in
+            parts.state.withLock { state in
                 state.statistics.flushes += 1
-                if coherent, state.generation == generation { status.raw.store(generation << 1 | 1, ordering: .releasing) }
+                if coherent, state.generation == generation { parts.status.raw.store(generation << 1 | 1, ordering: .releasing) }
             }
         }
     }
 
-    /// `entry` with an expiry no later than the local bound.
-    private func bounded(_ entry: StoreEntry<Value>) -> StoreEntry<Value> {
-        var entry = entry
-        let bound = clock.now().addingTimeInterval(Double(maximumLocalLifetime.saturatingMilliseconds) / 1_000)
-        entry.attributes.expiresAt = min(entry.attributes.expiresAt ?? bound, bound)
-        return entry
+    /// Removes `keys` from the local layers, counting each in `counter`; if one cannot be removed,
+    /// stops using the local layers at once and empties them.
+    private static func remove(_ keys: [String], counting counter: WritableKeyPath<CoherenceStatistics, Int>, _ parts: Parts) async {
+        for key in keys {
+            do {
+                try await parts.gate.change(key) { try await parts.local.removeValue(forKey: key) }
+                parts.state.withLock { $0.statistics[keyPath: counter] += 1 }
+            } catch {
+                // The key may still be held locally: stop using the local layers at once, and
+                // use them again once they have been emptied.
+                parts.logger.error("Could not remove a key from the local layers; emptying them", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
+                let generation = parts.state.withLock { state in
+                    state.statistics[keyPath: counter] += 1
+                    state.generation += 1
+                    parts.status.raw.store(state.generation << 1, ordering: .releasing)
+                    return state.generation
+                }
+                await apply(.reset(coherent: true), generation: generation, parts)
+            }
+        }
+    }
+
+    /// Removes from the local layers the keys kept there longer than the bound.
+    private static func removeDue(at now: Date, _ parts: Parts) async {
+        let due = parts.deadlines.withLock { $0.takeDue(at: now.timeIntervalSinceReferenceDate) }
+        if !due.isEmpty { await remove(due, counting: \.expirations, parts) }
+    }
+
+    /// Removes from the local layers, now, every value kept there longer than
+    /// ``maximumLocalLifetime`` (what the sweep does every ``sweepInterval``).
+    public func removeExpiredLocalValues() async {
+        await Self.removeDue(at: clock.now(), parts)
+    }
+
+    /// Records that `key` is about to be kept locally: it must leave the local layers once the
+    /// bound has passed.
+    private func startLocalLifetime(of key: String) {
+        let deadline = clock.now().timeIntervalSinceReferenceDate + Double(maximumLocalLifetime.saturatingMilliseconds) / 1_000
+        deadlines.withLock { $0.keep(key, until: deadline) }
+    }
+
+    /// The attributes of a local value of `key` with an expiry no later than the bound, or `nil`
+    /// if the bound has passed (the sweep is about to remove the value).
+    private func bounded(_ attributes: EntryAttributes, of key: String) -> EntryAttributes? {
+        guard let deadline = deadlines.withLock({ $0.deadline(of: key) }),
+              clock.now().timeIntervalSinceReferenceDate < deadline else { return nil }
+        var attributes = attributes
+        let bound = Date(timeIntervalSinceReferenceDate: deadline)
+        attributes.expiresAt = min(attributes.expiresAt ?? bound, bound)
+        return attributes
     }
 
     /// Keeps `entry` locally if nothing changed the key since `mark` and the status is still
     /// `expected` (coherent, with no reset since).
     private func keepLocally(_ entry: StoreEntry<Value>, forKey key: String, since mark: UInt64, status expected: UInt64) async {
-        let entry = bounded(entry)
         await gate.ifUnchanged(key, since: mark) {
             guard status.raw.load(ordering: .acquiring) == expected else { return }
             do {
+                startLocalLifetime(of: key)
                 try await local.setEntry(entry, forKey: key)
             } catch {
                 logger.warning("Could not keep a value read from Redis in the local layers", metadata: ["key": "\(Logger.describe(key))", "error": "\(error)"])
@@ -231,7 +295,8 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     private func afterWrite(_ entry: StoreEntry<Value>?, forKey key: String) async {
         do {
             if let entry, status.coherent {
-                try await local.setEntry(bounded(entry), forKey: key)
+                startLocalLifetime(of: key)
+                try await local.setEntry(entry, forKey: key)
             } else {
                 try await local.removeValue(forKey: key)
             }
@@ -242,15 +307,17 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
 
     // MARK: - Store
 
-    /// The entry for `key`: from the local layers while they are coherent, otherwise from Redis
-    /// (kept locally, within the local bound, if no notice of the key came meanwhile).
+    /// The entry for `key`: from the local layers while they are coherent and the value is within
+    /// the local bound (its expiry then the earlier of its own and the bound), otherwise from
+    /// Redis (kept locally if no notice of the key came meanwhile).
     /// - Parameter key: The key.
     /// - Returns: The entry, or `nil`.
     /// - Throws: What Redis's read throws; `CancellationError`.
-    @inlinable
     public func entry(forKey key: String) async throws -> StoreEntry<Value>? {
         let current = status.raw.load(ordering: .acquiring)
-        if current & 1 == 1, let entry = try await local.readEntryAsLayer(key, logger: logger) {
+        if current & 1 == 1, var entry = try await local.readEntryAsLayer(key, logger: logger),
+           let attributes = bounded(entry.attributes, of: key) {
+            entry.attributes = attributes
             return entry
         }
         return try await readShared(key, status: current)
@@ -278,7 +345,9 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
         try await entry(forKey: key)?.map(transform)
     }
 
-    /// The value for `key` (see ``entry(forKey:)``).
+    /// The value for `key`: from the local layers while they are coherent (a value may be served
+    /// up to ``sweepInterval`` past the local bound: this read looks at no clock), otherwise from
+    /// Redis, as ``entry(forKey:)``.
     /// - Parameter key: The key.
     /// - Returns: The value, or `nil`.
     /// - Throws: What Redis's read throws.
@@ -291,14 +360,18 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
         return try await readShared(key, status: current)?.value
     }
 
-    /// The attributes of `key`: from the local layers while they are coherent, then from Redis.
+    /// The attributes of `key`: from the local layers while they are coherent and the value is
+    /// within the local bound (its expiry then the earlier of its own and the bound), otherwise
+    /// from Redis.
     /// - Parameter key: The key.
     /// - Returns: The attributes, or `nil`.
     /// - Throws: What Redis's read throws.
     public func attributes(forKey key: String) async throws -> EntryAttributes? {
         if status.coherent {
             do {
-                if let attributes = try await local.attributes(forKey: key) { return attributes }
+                if let attributes = try await local.attributes(forKey: key), let bounded = bounded(attributes, of: key) {
+                    return bounded
+                }
             } catch {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
             }
@@ -372,6 +445,7 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     public func removeAll() async throws {
         try await gate.changeEveryKey {
             try await local.removeAll()
+            deadlines.withLock { $0.removeAll() }
             try await shared.removeAll()
         }
     }
@@ -389,6 +463,9 @@ public struct CoherenceStatistics: Sendable, Hashable {
     /// Times the local layers were emptied: when the store opened, and after every lost
     /// connection or flushed database.
     public var flushes = 0
+    /// Keys removed from the local layers because they were kept there as long as the bound
+    /// (``CoherentStore/maximumLocalLifetime``) allows.
+    public var expirations = 0
     /// Whether the local layers are in use: notices arrive, and the layers were emptied since
     /// they started.
     public var isCoherent = false

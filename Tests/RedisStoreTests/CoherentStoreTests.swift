@@ -29,7 +29,10 @@ struct CoherentStoreTests {
         let directory: TemporaryDirectory?
         let store: CoherentStore<Local, RedisStore>
 
-        init(url: String, prefix: String, disk withDisk: Bool = false, clock: TestClock? = nil, maximumLocalLifetime: Duration = .seconds(60)) throws {
+        init(
+            url: String, prefix: String, disk withDisk: Bool = false, clock: TestClock? = nil,
+            maximumLocalLifetime: Duration = .seconds(60), sweepInterval: Duration = .milliseconds(100)
+        ) throws {
             var configuration = try RedisStore.Configuration(url: url, keyPrefix: prefix)
             configuration.minimumReconnectDelay = .milliseconds(10)
             configuration.maximumReconnectDelay = .milliseconds(100)
@@ -50,7 +53,7 @@ struct CoherentStoreTests {
             }
             store = CoherentStore(
                 local: local, shared: redis, redis: redis, maximumLocalLifetime: maximumLocalLifetime,
-                pingInterval: .seconds(30), clock: clock ?? SystemClock(), logger: .quiet
+                sweepInterval: sweepInterval, pingInterval: .seconds(30), clock: clock ?? SystemClock(), logger: .quiet
             )
         }
 
@@ -149,18 +152,91 @@ struct CoherentStoreTests {
         #expect(memory.value(forKey: "k") == Self.value("new"))
     }
 
+    /// A value leaves the local layers once kept as long as the bound: the sweep removes it, and
+    /// `entry(forKey:)` and `attributes(forKey:)` never serve it past the bound (they report the
+    /// bound as its expiry until then). A stale local copy stands for a notice that was lost.
     @Test func aValueIsKeptLocallyNoLongerThanTheBound() async throws {
         let url = try await SharedRedis.url()
         let prefix = SharedRedis.uniquePrefix("coherent")
         let clock = TestClock()
-        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10))
+        // The sweep runs when the test asks: its timer's interval is an hour.
+        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10), sweepInterval: .seconds(3_600))
         try await a.untilCoherent()
-        try await a.redis.setValue(Self.value("v"), forKey: "k")
-        #expect(try await a.store.value(forKey: "k") == Self.value("v"))
+        for key in ["k", "j"] {
+            try await a.redis.setValue(Self.value("\(key) in Redis"), forKey: key)
+            #expect(try await a.store.value(forKey: key) == Self.value("\(key) in Redis"))
+            a.memory.setValue(Self.value("stale \(key)"), forKey: key)
+        }
+        let bound = clock.now().addingTimeInterval(10)
+        #expect(try await a.store.entry(forKey: "k")?.value == Self.value("stale k"), "within the bound, served locally")
+        #expect(try await a.store.entry(forKey: "k")?.attributes.expiresAt == bound)
+        #expect(try await a.store.attributes(forKey: "k")?.expiresAt == bound)
+
+        clock.advance(by: .seconds(9))
+        await a.store.removeExpiredLocalValues()
+        #expect(a.memory.value(forKey: "k") == Self.value("stale k"), "still within the bound")
+        #expect(a.store.coherence.expirations == 0)
+
+        clock.advance(by: .seconds(2))
+        #expect(try await a.store.attributes(forKey: "k")?.expiresAt == nil, "past the bound: Redis's attributes")
+        #expect(try await a.store.entry(forKey: "j")?.value == Self.value("j in Redis"), "past the bound: Redis's value")
+        await a.store.removeExpiredLocalValues()
+        #expect(a.memory.value(forKey: "k") == nil, "removed by the sweep")
+        #expect(a.memory.value(forKey: "j") == Self.value("j in Redis"), "kept again when read from Redis")
+        #expect(a.store.coherence.expirations == 1)
+        #expect(try await a.store.value(forKey: "k") == Self.value("k in Redis"), "and read from Redis again")
+        #expect(a.memory.value(forKey: "k") == Self.value("k in Redis"))
+    }
+
+    /// A key kept again (written through the store) gets a new bound: the earlier one removes
+    /// nothing.
+    @Test func aValueKeptAgainHasANewBound() async throws {
+        let url = try await SharedRedis.url()
+        let prefix = SharedRedis.uniquePrefix("coherent")
+        let clock = TestClock()
+        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10), sweepInterval: .seconds(3_600))
+        try await a.untilCoherent()
+        try await a.store.setValue(Self.value("first"), forKey: "k")
+        clock.advance(by: .seconds(6))
+        try await a.store.setValue(Self.value("second"), forKey: "k")
+        clock.advance(by: .seconds(5))
+        await a.store.removeExpiredLocalValues()
+        #expect(a.memory.value(forKey: "k") == Self.value("second"), "the first bound has passed, the second has not")
+        clock.advance(by: .seconds(5))
+        await a.store.removeExpiredLocalValues()
+        #expect(a.memory.value(forKey: "k") == nil)
+        #expect(a.store.coherence.expirations == 1)
+    }
+
+    /// The sweep runs by itself, every `sweepInterval`.
+    @Test func theSweepRunsByItself() async throws {
+        let url = try await SharedRedis.url()
+        let prefix = SharedRedis.uniquePrefix("coherent")
+        let clock = TestClock()
+        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10), sweepInterval: .milliseconds(10))
+        try await a.untilCoherent()
+        try await a.store.setValue(Self.value("v"), forKey: "k")
         #expect(a.memory.value(forKey: "k") == Self.value("v"))
         clock.advance(by: .seconds(11))
-        #expect(a.memory.value(forKey: "k") == nil, "expired locally")
-        #expect(try await a.store.value(forKey: "k") == Self.value("v"), "and read from Redis again")
+        try await waitUntil("the sweep removed the value") { a.memory.value(forKey: "k") == nil }
+        #expect(a.store.coherence.expirations == 1)
+    }
+
+    /// Deadlines come out in order, once each; a key kept again many times is one deadline (the
+    /// superseded ones are dropped rather than kept in the queue).
+    @Test func localDeadlinesComeOutInOrderOnceEach() {
+        var deadlines = LocalDeadlines()
+        for second in 0..<100 { deadlines.keep("key \(second)", until: Double(second)) }
+        for round in 0..<5_000 { deadlines.keep("hot", until: 100 + Double(round) / 1_000) }
+        #expect(deadlines.count == 101)
+        #expect(deadlines.takeDue(at: 49.5) == (0..<50).map { "key \($0)" })
+        #expect(deadlines.deadline(of: "key 49") == nil)
+        #expect(deadlines.deadline(of: "key 50") == 50)
+        #expect(deadlines.takeDue(at: 104) == (50..<100).map { "key \($0)" })
+        #expect(deadlines.deadline(of: "hot") == 100 + Double(4_999) / 1_000)
+        #expect(deadlines.takeDue(at: 105) == ["hot"])
+        #expect(deadlines.count == 0)
+        #expect(deadlines.takeDue(at: 1_000).isEmpty)
     }
 
     /// With the notices' connection or the tracking connection killed, the local layers are
