@@ -152,16 +152,24 @@ struct CoherentStoreTests {
         #expect(memory.value(forKey: "k") == Self.value("new"))
     }
 
+    /// A coherent machine on the shared server whose local bound is 10 s of a test clock, once
+    /// its notices arrive.
+    func boundedMachine(sweepInterval: Duration) async throws -> (Machine, TestClock) {
+        let clock = TestClock()
+        let machine = try Machine(
+            url: try await SharedRedis.url(), prefix: SharedRedis.uniquePrefix("coherent"), clock: clock,
+            maximumLocalLifetime: .seconds(10), sweepInterval: sweepInterval
+        )
+        try await machine.untilCoherent()
+        return (machine, clock)
+    }
+
     /// A value leaves the local layers once kept as long as the bound: the sweep removes it, and
     /// `entry(forKey:)` and `attributes(forKey:)` never serve it past the bound (they report the
     /// bound as its expiry until then). A stale local copy stands for a notice that was lost.
     @Test func aValueIsKeptLocallyNoLongerThanTheBound() async throws {
-        let url = try await SharedRedis.url()
-        let prefix = SharedRedis.uniquePrefix("coherent")
-        let clock = TestClock()
         // The sweep runs when the test asks: its timer's interval is an hour.
-        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10), sweepInterval: .seconds(3_600))
-        try await a.untilCoherent()
+        let (a, clock) = try await boundedMachine(sweepInterval: .seconds(3_600))
         for key in ["k", "j"] {
             try await a.redis.setValue(Self.value("\(key) in Redis"), forKey: key)
             #expect(try await a.store.value(forKey: key) == Self.value("\(key) in Redis"))
@@ -191,11 +199,7 @@ struct CoherentStoreTests {
     /// A key kept again (written through the store) gets a new bound: the earlier one removes
     /// nothing.
     @Test func aValueKeptAgainHasANewBound() async throws {
-        let url = try await SharedRedis.url()
-        let prefix = SharedRedis.uniquePrefix("coherent")
-        let clock = TestClock()
-        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10), sweepInterval: .seconds(3_600))
-        try await a.untilCoherent()
+        let (a, clock) = try await boundedMachine(sweepInterval: .seconds(3_600))
         try await a.store.setValue(Self.value("first"), forKey: "k")
         clock.advance(by: .seconds(6))
         try await a.store.setValue(Self.value("second"), forKey: "k")
@@ -210,11 +214,7 @@ struct CoherentStoreTests {
 
     /// The sweep runs by itself, every `sweepInterval`.
     @Test func theSweepRunsByItself() async throws {
-        let url = try await SharedRedis.url()
-        let prefix = SharedRedis.uniquePrefix("coherent")
-        let clock = TestClock()
-        let a = try Machine(url: url, prefix: prefix, clock: clock, maximumLocalLifetime: .seconds(10), sweepInterval: .milliseconds(10))
-        try await a.untilCoherent()
+        let (a, clock) = try await boundedMachine(sweepInterval: .milliseconds(10))
         try await a.store.setValue(Self.value("v"), forKey: "k")
         #expect(a.memory.value(forKey: "k") == Self.value("v"))
         clock.advance(by: .seconds(11))
