@@ -12,8 +12,14 @@ struct WatchdogTests {
     @Test func theJobsRunOnAsManyThreadsAsTheCooperativePoolHas() async throws {
         #expect(Watchdog.threadCount == ProcessInfo.processInfo.activeProcessorCount)
         #expect(Watchdog.limit == .milliseconds(5) || ProcessInfo.processInfo.environment["HANEKE_WATCHDOG_LIMIT_MS"] != nil)
+        // A job of its own, holding nothing but the measurement: the job that ran the checks above
+        // may have waited for a lock of the testing library's whose holder was waiting for a CPU.
+        await Task.yield()
         let job = try #require(await Watchdog.measureCurrentJob {}, "this test's job runs on a watchdog thread")
-        #expect(job.slept < .milliseconds(1))
+        // An empty job is never judged as blocking, however busy the machine. Not "asleep < 1 ms":
+        // beside a CPU hog, the job that also ran the checks above once measured 1.015 ms asleep
+        // (short waits — a lock, a page — which the watchdog's limit is there to tell apart).
+        #expect(job.slept < Watchdog.limit)
     }
 
     @Test func aSleepIsCaughtWithItsStack() async throws {
