@@ -48,10 +48,13 @@ public import Synchronization
 /// reach `redis`, or this machine's own writes are noticed to it too (correct, but each then
 /// costs a miss).
 ///
-/// With a Redis Cluster (``RedisStore/Configuration-swift.struct/cluster``) the local layers are
-/// not used yet: every read goes to Redis, and an error is logged when the store is made. Each
-/// node of a cluster notices only the keys it holds; following every master's notices is still
-/// to come.
+/// With a Redis Cluster (``RedisStore/Configuration-swift.struct/cluster``) each node notices only
+/// the keys it holds, so the store follows every node that may hold its keys — each master of the
+/// cluster's map, and a node that a redirect names (a slot moving to a new node) before anything
+/// is sent there — with a notices connection and a writer on each; the local layers are in use
+/// while every one of them is up. A master that fails empties the local layers, and reads go to
+/// the cluster until its replica has taken its place and is followed (the map is asked for every
+/// `pingInterval` meanwhile). A node that leaves the map empties them too.
 ///
 /// Writes and removals go to Redis, then to the local layers; a write Redis refuses removes the
 /// key locally and throws. Reads of the local layers that fail are misses; reads of Redis that
@@ -86,9 +89,8 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     private let parts: Parts
     /// Removes the keys whose deadline has come, every `sweepInterval`.
     private let sweeper: Task<Void, Never>
-    /// The tracking of `redis`'s keys and this store's subscription to its notices; `nil` with a
-    /// Redis Cluster, whose notices are not followed yet.
-    private let tracking: (Tracking, subscription: Int)?
+    /// The tracking of `redis`'s keys and this store's subscription to its notices.
+    private let tracking: (any KeyTracking, subscription: Int)
     private let notices: AsyncStream<(Tracking.Notice, UInt64)>.Continuation
     private let applier: Task<Void, Never>
 
@@ -154,13 +156,6 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
                 await Self.removeDue(at: clock.now(), parts)
             }
         }
-        guard redis.cluster == nil else {
-            // Each node of a cluster notices only its own keys; until every master's notices are
-            // followed, no local layer may be trusted: every read goes to Redis.
-            logger.error("Local layers cannot be kept coherent with a Redis Cluster yet; they stay unused and every read goes to Redis", metadata: ["redis": "\(redis.configuration.url)"])
-            tracking = nil
-            return
-        }
         let tracking = redis.startTracking(pingInterval: pingInterval)
         let subscription = tracking.subscribe { notice in
             var generation: UInt64 = 0
@@ -178,7 +173,7 @@ where Local.Key == String, Shared.Key == String, Local.Value == Shared.Value {
     }
 
     deinit {
-        if let (tracking, subscription) = tracking { tracking.unsubscribe(subscription) }
+        tracking.0.unsubscribe(tracking.subscription)
         notices.finish()
         sweeper.cancel()
     }

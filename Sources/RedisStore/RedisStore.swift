@@ -47,8 +47,8 @@ import NIOCore
 ///   a pool of connections to each master, and sends each command to the master of its key's
 ///   slot. It follows `MOVED` (and reloads the map) and `ASK` (with `ASKING`) while slots move, and
 ///   after a master fails it loads a new map at once, so its keys are served again as soon as a
-///   replica has taken over. ``removeAll()`` scans every master. Local layers cannot be kept
-///   coherent with a cluster yet (see ``CoherentStore``).
+///   replica has taken over. ``removeAll()`` scans every master. Local layers kept coherent with a
+///   cluster follow every master's notices (see ``CoherentStore``).
 public final class RedisStore: Store {
     /// The type of the keys: any string.
     public typealias Key = String
@@ -68,7 +68,7 @@ public final class RedisStore: Store {
     /// then go through it rather than `pool`.
     let cluster: RedisCluster?
     /// The tracking of keys for invalidation notices, once a ``CoherentStore`` asked for it.
-    let tracking = Locked<Tracking?>(nil)
+    let tracking = Locked<(any KeyTracking)?>(nil)
     let counter = StatisticsCounter()
     private let prefix: ByteBuffer
     /// The store's lifetime in whole milliseconds (rounded up); `nil` for none, or a century or more.
@@ -303,10 +303,14 @@ public final class RedisStore: Store {
 
     /// The tracking of this store's keys for invalidation notices, started at the first call
     /// (by the first ``CoherentStore`` over this store).
-    func startTracking(pingInterval: Duration) -> Tracking {
+    func startTracking(pingInterval: Duration) -> any KeyTracking {
         tracking.withLock { tracking in
             if let tracking { return tracking }
-            let started = Tracking(pool: pool, prefix: configuration.keyPrefix, pingInterval: pingInterval, logger: logger)
+            let started: any KeyTracking = if let cluster {
+                ClusterTracking(cluster: cluster, prefix: configuration.keyPrefix, pingInterval: pingInterval, logger: logger)
+            } else {
+                Tracking(pool: pool, prefix: configuration.keyPrefix, pingInterval: pingInterval, logger: logger)
+            }
             tracking = started
             return started
         }
@@ -343,22 +347,20 @@ public final class RedisStore: Store {
     /// a key (any but those marked `reads`) goes through the tracking connection, whose own
     /// modifications the server does not notice to this machine; should that connection fail, a
     /// command that may be sent again goes through the pool.
-    /// With a cluster, the command goes to the master of `slot`, or of `key`'s slot.
+    /// With a cluster, the command goes to the master of `slot`, or of `key`'s slot (through that
+    /// master's tracking connection, likewise).
     func send(
         _ command: RESPValue, _ operation: String, key: String?, slot: Int? = nil, counted: Bool = true, retrying: Bool = true, reads: Bool = false
     ) async throws -> RESPValue {
         try await checked(operation, key: key, counted: counted) {
+            let tracking: (any KeyTracking)? = reads ? nil : tracking.withLock { $0 }
             if let cluster {
-                return try await cluster.send(command, slot: slot ?? key.map { ClusterSlot.of(configuration.keyPrefix + $0) }, retrying: retrying)
-            } else if !reads, let writer = tracking.withLock({ $0?.writer }) {
-                do {
-                    return try await RedisConnectionPool.value(of: writer.send(command, timeout: pool.endpoint.commandTimeout))
-                } catch let error as RedisClientError where error.isRetryable && retrying {
-                    return try await pool.send(command, retrying: retrying)
-                }
-            } else {
-                return try await pool.send(command, retrying: retrying)
+                var writer: (@Sendable (RedisCluster.Address) -> RedisConnection?)?
+                if let tracking { writer = { address in tracking.writer(at: address) } }
+                let slot = slot ?? key.map { ClusterSlot.of(configuration.keyPrefix + $0) }
+                return try await cluster.send(command, slot: slot, retrying: retrying, writer: writer)
             }
+            return try await pool.send(command, retrying: retrying, via: tracking?.writer(at: nil))
         }
     }
 

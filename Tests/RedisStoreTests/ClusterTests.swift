@@ -187,20 +187,117 @@ struct ClusterTests {
         #expect(store.statistics.errors == 0)
     }
 
-    /// Local layers in front of a cluster are not used (a cluster's notices are not followed
-    /// yet): a value another client changes is never served stale.
-    @Test func localLayersInFrontOfAClusterStayUnused() async throws {
+    typealias Machine = CoherentStoreTests.Machine
+
+    static func value(_ text: String) -> Data { Data(text.utf8) }
+
+    /// Two machines, each memory and disk in front of the cluster: a write or removal on one
+    /// leaves the other's local layers, whichever master holds the key; this machine's own
+    /// writes, sent through each master's tracking connection, are noticed to none of its own.
+    @Test func localLayersInFrontOfAClusterAreKeptCoherent() async throws {
         let cluster = try await RedisTestCluster()
-        let redis = try Self.store(cluster, "coherent")
-        let other = RedisStore(configuration: redis.configuration, logger: .quiet)
-        let memory = MemoryStore<String, Data>()
-        let store = memory.coherent(with: redis, logger: .quiet)
-        try await store.setValue(Data("1".utf8), forKey: "k")
-        #expect(try await store.value(forKey: "k") == Data("1".utf8))
-        try await other.setValue(Data("2".utf8), forKey: "k")
-        #expect(try await store.value(forKey: "k") == Data("2".utf8))
-        #expect(memory.count == 0)
-        #expect(!store.coherence.isCoherent)
+        let configuration = try Self.store(cluster, "coherent").configuration
+        let a = try Machine(configuration: configuration, disk: true)
+        let b = try Machine(configuration: configuration)
+        try await a.untilCoherent()
+        try await b.untilCoherent()
+        // Twenty hash tags, spread over the masters; each tag's keys are on one node, whose
+        // notices come in order.
+        let tags = (0..<20).map { "{\($0)}" }
+        for tag in tags { try await a.store.setValue(Self.value("mine"), forKey: tag + "own") }
+        #expect(try await Self.keysPerMaster(cluster, a.redis).count == 3)
+        for tag in tags { try await b.store.setValue(Self.value("theirs"), forKey: tag + "other") }
+        // A notice of a's own write of a tag would have come before the notice of b's.
+        try await a.untilNoticed(tags.count)
+        #expect(a.store.coherence.invalidations == tags.count)
+        for tag in tags { #expect(a.memory.value(forKey: tag + "own") == Self.value("mine"), "\(tag)") }
+
+        for tag in tags { #expect(try await a.store.value(forKey: tag + "other") == Self.value("theirs")) }
+        for tag in tags { #expect(try await a.holdsLocally(tag + "other"), "a read from the cluster is kept locally") }
+        for tag in tags { try await b.store.setValue(Self.value("changed"), forKey: tag + "other") }
+        try await a.untilNoticed(2 * tags.count)
+        for tag in tags {
+            #expect(try await !a.holdsLocally(tag + "other"), "memory and disk alike")
+            #expect(try await a.store.value(forKey: tag + "other") == Self.value("changed"))
+        }
+        for tag in tags { try await b.store.removeValue(forKey: tag + "other") }
+        try await a.untilNoticed(3 * tags.count)
+        for tag in tags { #expect(try await a.store.value(forKey: tag + "other") == nil) }
+        // b noticed a's first writes; a notice of b's own writes and removals of a tag would come
+        // before the notice of a's last write of it.
+        for tag in tags { try await a.store.setValue(Self.value("last"), forKey: tag + "own") }
+        try await b.untilNoticed(2 * tags.count)
+        #expect(b.store.coherence.invalidations == 2 * tags.count, "b's own writes are not noticed to b")
+    }
+
+    /// A slot moved from one master to another under coherent layers: moving a key away is
+    /// noticed (the old master deletes it), and once moved, another machine's write of it is
+    /// noticed by the new master.
+    @Test func aSlotMovedUnderCoherentLayersServesNothingStale() async throws {
+        let cluster = try await RedisTestCluster()
+        let configuration = try Self.store(cluster, "coherent-move").configuration
+        let a = try Machine(configuration: configuration)
+        let b = try Machine(configuration: configuration)
+        try await a.untilCoherent()
+        try await b.untilCoherent()
+        let keys = (0..<10).map { "{moving}\($0)" }
+        for key in keys { try await a.store.setValue(Self.value("1"), forKey: key) }
+        let slot = String(ClusterSlot.of(a.redis.redisKey(for: keys[0])))
+        var masters: [(index: Int, id: String, keys: Int)] = []
+        for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
+            let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
+            let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
+            masters.append((index, id, count))
+        }
+        let source = try #require(masters.first { $0.keys == keys.count }, "\(masters)")
+        let target = try #require(masters.first { $0.index != source.index })
+        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], node: target.index)
+        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "MIGRATING", target.id], node: source.index)
+        _ = try await cluster.command(
+            ["MIGRATE", "127.0.0.1", String(cluster.nodes[target.index].port), "", "0", "5000", "KEYS"] + keys.map { a.redis.redisKey(for: $0) },
+            node: source.index
+        )
+        for master in masters { _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "NODE", target.id], node: master.index) }
+        try await a.untilNoticed(keys.count)
+        for key in keys { #expect(!(try await a.holdsLocally(key)), "moving \(key) away was noticed") }
+
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("1")) }
+        for key in keys { #expect(try await a.holdsLocally(key)) }
+        for key in keys { try await b.store.setValue(Self.value("2"), forKey: key) }
+        try await a.untilNoticed(2 * keys.count)
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("2"), "\(key)") }
+    }
+
+    /// A master killed: its notices are lost, so the local layers are emptied and unused; once
+    /// the cluster has put a replica in its place, the replica is followed instead (the map is
+    /// asked for while a node's notices are lost), the layers are in use again, and a write of
+    /// a key the replica now holds is noticed.
+    @Test func aKilledMastersReplicaIsFollowedOnceItTakesOver() async throws {
+        let cluster = try await RedisTestCluster()
+        let configuration = try Self.store(cluster, "coherent-failover").configuration
+        let a = try Machine(configuration: configuration, pingInterval: .milliseconds(100))
+        let b = try Machine(configuration: configuration)
+        try await a.untilCoherent()
+        try await b.untilCoherent()
+        let keys = (0..<30).map { "{\($0)}k" }
+        for key in keys { try await b.store.setValue(Self.value("1"), forKey: key) }
+        try await cluster.waitUntilReplicated()
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("1")) }
+        let flushes = a.store.coherence.flushes
+
+        await cluster.nodes[0].kill()
+        try await waitUntil("a's layers stop being used") { !a.store.coherence.isCoherent }
+        try await cluster.waitUntilReady()
+        try await a.untilCoherent(afterFlushes: flushes + 2)
+        #expect(a.memory.count == 0)
+
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("1")) }
+        #expect(a.memory.count == keys.count)
+        for key in keys { try await b.store.setValue(Self.value("2"), forKey: key) }
+        try await waitUntil("a serves every new value") {
+            for key in keys where try await a.store.value(forKey: key) != Self.value("2") { return false }
+            return true
+        }
     }
 
     /// A "cluster" that is a single server, or whose nodes are all down: operations throw a

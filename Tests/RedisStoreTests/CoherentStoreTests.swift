@@ -33,7 +33,21 @@ struct CoherentStoreTests {
             url: String, prefix: String, disk withDisk: Bool = false, clock: TestClock? = nil,
             maximumLocalLifetime: Duration = .seconds(60), sweepInterval: Duration = .milliseconds(100)
         ) throws {
-            var configuration = try RedisStore.Configuration(url: url, keyPrefix: prefix)
+            try self.init(
+                configuration: try RedisStore.Configuration(url: url, keyPrefix: prefix), disk: withDisk, clock: clock,
+                maximumLocalLifetime: maximumLocalLifetime, sweepInterval: sweepInterval
+            )
+        }
+
+        /// A machine whose Redis tier has `configuration` (a cluster's, say), reconnecting soon
+        /// after a connection closes; `pingInterval` also paces a cluster's asking for its map
+        /// while a node's notices are lost.
+        init(
+            configuration: RedisStore.Configuration, disk withDisk: Bool = false, clock: TestClock? = nil,
+            maximumLocalLifetime: Duration = .seconds(60), sweepInterval: Duration = .milliseconds(100),
+            pingInterval: Duration = .seconds(30)
+        ) throws {
+            var configuration = configuration
             configuration.minimumReconnectDelay = .milliseconds(10)
             configuration.maximumReconnectDelay = .milliseconds(100)
             redis = RedisStore(configuration: configuration, logger: .quiet)
@@ -53,7 +67,7 @@ struct CoherentStoreTests {
             }
             store = CoherentStore(
                 local: local, shared: redis, redis: redis, maximumLocalLifetime: maximumLocalLifetime,
-                sweepInterval: sweepInterval, pingInterval: .seconds(30), clock: clock ?? SystemClock(), logger: .quiet
+                sweepInterval: sweepInterval, pingInterval: pingInterval, clock: clock ?? SystemClock(), logger: .quiet
             )
         }
 
@@ -254,7 +268,7 @@ struct CoherentStoreTests {
 
             let victim: String
             if killingTheWriter {
-                let writer = try #require(a.redis.tracking.withLock { $0 }?.writer)
+                let writer = try #require(a.redis.tracking.withLock { $0 }?.writer(at: nil))
                 let reply = try await RedisConnectionPool.value(of: writer.send(.command("CLIENT", "ID"), timeout: .seconds(30)))
                 guard case .integer(let id) = reply else { throw StoreError(.io, "CLIENT ID answered \(reply)") }
                 victim = String(id)

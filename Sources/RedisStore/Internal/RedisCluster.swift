@@ -16,6 +16,9 @@ import NIOCore
 ///   is sent there; otherwise it fails (`unavailable`, as a single server down does). A cluster
 ///   that answers `CLUSTERDOWN` refreshes the map in the background, at most every
 ///   ``refreshInterval``.
+/// - What may hold keys — the masters of the map, and nodes a redirect named since — is told to
+///   an observer (``observeNodes(_:)``) when it changes, before a command is sent to a node a
+///   redirect named: a ``ClusterTracking`` follows each such node's notices.
 /// - Pools are made for each node as it is first named and kept until the store shuts down (a
 ///   cluster has few nodes; a failed one's pool fails fast while it backs off).
 final class RedisCluster: Sendable {
@@ -55,6 +58,11 @@ final class RedisCluster: Sendable {
         var refresh: EventLoopFuture<Void>?
         /// When the last refresh started.
         var lastRefresh: ContinuousClock.Instant?
+        /// Nodes a redirect named that are no master of the last map (a node a slot is being
+        /// moved to); forgotten when a map is loaded.
+        var redirected: [Address] = []
+        /// Told when the nodes that may hold keys change (``nodesHoldingKeys``).
+        var observer: (@Sendable () -> Void)?
         var isShutDown = false
         /// Redirects followed so far, and maps loaded.
         var moved = 0
@@ -62,6 +70,14 @@ final class RedisCluster: Sendable {
         var maps = 0
 
         static let unknown = UInt16.max
+
+        /// Notes that a redirect named `address`: the observer to tell if the nodes holding keys
+        /// changed.
+        mutating func noteRedirect(to address: Address) -> (@Sendable () -> Void)? {
+            guard !masters.contains(address), !redirected.contains(address) else { return nil }
+            redirected.append(address)
+            return observer
+        }
 
         /// The index of `address`, added if new.
         mutating func index(of address: Address) -> UInt16 {
@@ -96,8 +112,12 @@ final class RedisCluster: Sendable {
     /// Sends `command` to the master of `slot` (any master for `nil`: a command without a key),
     /// following redirects, and returns the reply (an error reply other than a redirect is a
     /// reply).
+    /// - Parameter writer: The connection to send through at a node instead of its pool (a
+    ///   tracking connection), if any; not used for a command sent after `ASK`.
     /// - Throws: `RedisClientError`, or `CancellationError`.
-    func send(_ command: RESPValue, slot: Int?, retrying: Bool) async throws -> RESPValue {
+    func send(
+        _ command: RESPValue, slot: Int?, retrying: Bool, writer: (@Sendable (Address) -> RedisConnection?)? = nil
+    ) async throws -> RESPValue {
         var asking: Address?
         var redirects = 0
         while true {
@@ -112,7 +132,7 @@ final class RedisCluster: Sendable {
                 reply = if asking != nil {
                     try await pool(at: target).sendAsking(command)
                 } else {
-                    try await pool(at: target).send(command, retrying: retrying)
+                    try await pool(at: target).send(command, retrying: retrying, via: writer?(target))
                 }
             } catch let error as RedisClientError where asking == nil && !(error.code == .authentication || error.code == .invalidConfiguration) {
                 // The node may have failed and a replica taken over: with a new map that names
@@ -132,15 +152,21 @@ final class RedisCluster: Sendable {
             }
             guard case .error(let message) = reply, redirects < Self.maximumRedirects else { return reply }
             if let (movedSlot, address) = Self.redirect(message, kind: "MOVED") {
-                state.withLock { state in
+                let observer = state.withLock { state in
                     state.owners[movedSlot] = state.index(of: address)
                     state.moved += 1
+                    return state.noteRedirect(to: address)
                 }
+                observer?()
                 refreshSoon()
                 asking = nil
             } else if let (_, address) = Self.redirect(message, kind: "ASK") {
                 asking = address
-                state.withLock { $0.asked += 1 }
+                let observer = state.withLock { state in
+                    state.asked += 1
+                    return state.noteRedirect(to: address)
+                }
+                observer?()
             } else {
                 if message.hasPrefix("CLUSTERDOWN") { refreshSoon() }
                 return reply
@@ -155,6 +181,18 @@ final class RedisCluster: Sendable {
         if let masters = state.withLock({ $0.masters.isEmpty ? nil : $0.masters }) { return masters }
         try await refresh(force: true)
         return state.withLock { $0.masters }
+    }
+
+    /// The nodes that may hold keys: the masters of the last map, and the nodes a redirect named
+    /// since (a slot moving to a node the map does not name yet).
+    var nodesHoldingKeys: [Address] {
+        state.withLock { $0.masters + $0.redirected }
+    }
+
+    /// Sets what is told, on the thread that learns it and before any command is sent there, when
+    /// ``nodesHoldingKeys`` changes; `nil` stops telling. The observer must not block.
+    func observeNodes(_ observer: (@Sendable () -> Void)?) {
+        state.withLock { $0.observer = observer }
     }
 
     /// The `MOVED` and `ASK` redirects followed so far, and the maps loaded.
@@ -191,7 +229,7 @@ final class RedisCluster: Sendable {
 
     /// Starts a refresh of the map in the background, unless one is under way or started less
     /// than ``refreshInterval`` ago.
-    private func refreshSoon() {
+    func refreshSoon() {
         Task { try? await startRefresh(force: false) }
     }
 
@@ -242,7 +280,7 @@ final class RedisCluster: Sendable {
             do {
                 let reply = try await pool(at: address).send(.command("CLUSTER", "SLOTS"), retrying: true)
                 let ranges = try Self.slotRanges(reply, askedOf: address)
-                state.withLock { state in
+                let observer = state.withLock { state in
                     var owners = [UInt16](repeating: State.unknown, count: ClusterSlot.count)
                     var masters: [Address] = []
                     for range in ranges {
@@ -250,10 +288,14 @@ final class RedisCluster: Sendable {
                         for slot in range.slots { owners[slot] = index }
                         if !masters.contains(range.master) { masters.append(range.master) }
                     }
+                    let changed = masters != state.masters || !state.redirected.isEmpty
                     state.owners = owners
                     state.masters = masters
+                    state.redirected = []
                     state.maps += 1
+                    return changed ? state.observer : nil
                 }
+                observer?()
                 return
             } catch let error as CancellationError {
                 throw error

@@ -91,6 +91,20 @@ final class RedisConnectionPool: Sendable {
         }
     }
 
+    /// Sends `command` on `writer` (the connection that tracks keys for invalidation, whose own
+    /// modifications the server does not notice back) when there is one, otherwise as
+    /// ``send(_:retrying:)``; should the writer fail, a command that may be sent again goes
+    /// through the pool.
+    /// - Throws: `RedisClientError`, or `CancellationError`.
+    func send(_ command: RESPValue, retrying: Bool, via writer: RedisConnection?) async throws -> RESPValue {
+        guard let writer else { return try await send(command, retrying: retrying) }
+        do {
+            return try await Self.value(of: writer.send(command, timeout: endpoint.commandTimeout))
+        } catch let error as RedisClientError where error.isRetryable && retrying {
+            return try await send(command, retrying: retrying)
+        }
+    }
+
     /// Sends `ASKING` and then `command` on one pooled connection (``RedisConnection/sendAsking(_:timeout:)``),
     /// and returns the reply to `command`. Sent once: the redirect it follows is one moment's.
     /// - Throws: `RedisClientError`, or `CancellationError`.

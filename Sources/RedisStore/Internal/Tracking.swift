@@ -2,6 +2,23 @@ import HanekeProtocols
 import Logging
 import NIOCore
 
+/// What tells a ``CoherentStore`` that keys of its ``RedisStore`` changed on the server: one
+/// server's ``Tracking``, or a cluster's (``ClusterTracking``, a ``Tracking`` per master).
+protocol KeyTracking: AnyObject, Sendable {
+    /// Adds a subscriber; it is told ``Tracking/Notice/reset(coherent:)`` at once with the
+    /// current state, then every notice in order.
+    /// - Returns: The subscription's number, for ``unsubscribe(_:)``.
+    func subscribe(_ handler: @escaping @Sendable (Tracking.Notice) -> Void) -> Int
+    /// Removes a subscriber.
+    func unsubscribe(_ number: Int)
+    /// Closes the connections for good; subscribers are told ``Tracking/Notice/reset(coherent:)``
+    /// with `false`.
+    func stop()
+    /// The tracking connection to send modifications through (at the cluster node `address`),
+    /// while tracking is up there.
+    func writer(at address: RedisCluster.Address?) -> RedisConnection?
+}
+
 /// Server-assisted client-side caching for one ``RedisStore``: what tells the layers on this
 /// machine that a key of the store's prefix changed on the server.
 ///
@@ -17,7 +34,7 @@ import NIOCore
 /// Subscribers are told ``Notice/reset(coherent:)`` whenever notices may have been missed (a
 /// connection lost, the database flushed) or start arriving again, and
 /// ``Notice/invalidated(_:)`` with the store's keys (the prefix removed) otherwise, in order.
-final class Tracking: Sendable {
+final class Tracking: KeyTracking {
     /// What subscribers are told.
     enum Notice: Sendable, Hashable {
         /// These keys of the store changed on the server.
@@ -74,6 +91,11 @@ final class Tracking: Sendable {
     /// The writer, while tracking is up: the connection the store's modifications go through.
     var writer: RedisConnection? {
         state.withLock { $0.writer }
+    }
+
+    /// The writer (`address` is not looked at: one server).
+    func writer(at address: RedisCluster.Address?) -> RedisConnection? {
+        writer
     }
 
     /// Adds a subscriber; it is told ``Notice/reset(coherent:)`` at once with the current state.
