@@ -149,6 +149,24 @@ struct ClusterTests {
         #expect(counts.moved > 0, "the store followed MOVED redirects: \(counts)")
     }
 
+    typealias Master = (index: Int, id: String, keys: Int)
+
+    /// Starts moving `slot`, which holds `keyCount` keys, from its master to another
+    /// (`IMPORTING` on the target, `MIGRATING` on the source): the masters, the source, the target.
+    static func startMoving(_ slot: String, holding keyCount: Int, in cluster: RedisTestCluster) async throws -> ([Master], Master, Master) {
+        var masters: [Master] = []
+        for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
+            let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
+            let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
+            masters.append((index, id, count))
+        }
+        let source = try #require(masters.first { $0.keys == keyCount }, "\(masters)")
+        let target = try #require(masters.first { $0.index != source.index })
+        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], node: target.index)
+        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "MIGRATING", target.id], node: source.index)
+        return (masters, source, target)
+    }
+
     /// One slot moved by hand, step by step: while it is half moved, the keys already moved are
     /// read through `ASK` (with `ASKING`, on the importing node), the others on the old node, and
     /// a new key is written on the importing node; once moved, `MOVED` takes every key there.
@@ -158,16 +176,7 @@ struct ClusterTests {
         let keys = (0..<20).map { "{moving}\($0)" }
         for key in keys { try await store.setValue(Data(key.utf8), forKey: key) }
         let slot = String(ClusterSlot.of(store.redisKey(for: keys[0])))
-        var masters: [(index: Int, id: String, keys: Int)] = []
-        for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
-            let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
-            let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
-            masters.append((index, id, count))
-        }
-        let source = try #require(masters.first { $0.keys == keys.count }, "\(masters)")
-        let target = try #require(masters.first { $0.index != source.index })
-        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], node: target.index)
-        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "MIGRATING", target.id], node: source.index)
+        let (masters, source, target) = try await Self.startMoving(slot, holding: keys.count, in: cluster)
         let port = String(cluster.nodes[target.index].port)
         let firstHalf = keys.prefix(10).map { store.redisKey(for: $0) }
         _ = try await cluster.command(["MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"] + firstHalf, node: source.index)
@@ -243,16 +252,7 @@ struct ClusterTests {
         let keys = (0..<10).map { "{moving}\($0)" }
         for key in keys { try await a.store.setValue(Self.value("1"), forKey: key) }
         let slot = String(ClusterSlot.of(a.redis.redisKey(for: keys[0])))
-        var masters: [(index: Int, id: String, keys: Int)] = []
-        for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
-            let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
-            let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
-            masters.append((index, id, count))
-        }
-        let source = try #require(masters.first { $0.keys == keys.count }, "\(masters)")
-        let target = try #require(masters.first { $0.index != source.index })
-        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], node: target.index)
-        _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "MIGRATING", target.id], node: source.index)
+        let (masters, source, target) = try await Self.startMoving(slot, holding: keys.count, in: cluster)
         _ = try await cluster.command(
             ["MIGRATE", "127.0.0.1", String(cluster.nodes[target.index].port), "", "0", "5000", "KEYS"] + keys.map { a.redis.redisKey(for: $0) },
             node: source.index
