@@ -20,6 +20,8 @@ public final class RedisTestCluster: Sendable {
     /// How long a node may go unanswered before the cluster counts it as failed.
     public let nodeTimeout: Duration
     private let cli: String
+    /// The arguments every node starts with.
+    private let nodeArguments: [String]
 
     /// The nodes' URLs, `redis://127.0.0.1:<port>`: seeds for a client.
     public var urls: [String] { nodes.map(\.url) }
@@ -35,13 +37,14 @@ public final class RedisTestCluster: Sendable {
         cli = try RedisTestServer.executable(named: "redis-cli")
         self.nodeTimeout = nodeTimeout
         let milliseconds = String(nodeTimeout.components.seconds * 1_000 + nodeTimeout.components.attoseconds / 1_000_000_000_000_000)
+        nodeArguments = ["--cluster-node-timeout", milliseconds, "--cluster-replica-validity-factor", "0"]
         var nodes: [RedisTestServer] = []
         for _ in 0..<(masters * (1 + replicasPerMaster)) {
-            nodes.append(try await RedisTestServer(arguments: ["--cluster-node-timeout", milliseconds, "--cluster-replica-validity-factor", "0"], tls: nil, requireClientCertificates: false, clusterNode: true))
+            nodes.append(try await RedisTestServer(arguments: nodeArguments, tls: nil, requireClientCertificates: false, clusterNode: true))
         }
         self.nodes = nodes
         let addresses = nodes.map { "127.0.0.1:\($0.port)" }
-        _ = try await redisCLI(["--cluster", "create"] + addresses + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"], in: 0)
+        _ = try await redisCLI(["--cluster", "create"] + addresses + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"], in: nodes[0])
         try await waitUntilReady()
     }
 
@@ -49,14 +52,65 @@ public final class RedisTestCluster: Sendable {
     /// prints it (one line per element of an array).
     /// - Throws: ``RedisTestServer/Failure`` when `redis-cli` fails.
     public func command(_ arguments: [String], node: Int) async throws -> String {
-        try await redisCLI(["-p", String(nodes[node].port), "--no-raw"] + arguments, in: node).trimmingCharacters(in: .whitespacesAndNewlines)
+        try await command(arguments, on: nodes[node])
     }
 
-    /// Runs `redis-cli` with `arguments` in the folder of node `node`, on the I/O executor (it
+    /// Sends one command to `server` (a node started by ``startSpareNode()``), as
+    /// ``command(_:node:)`` does.
+    /// - Throws: ``RedisTestServer/Failure`` when `redis-cli` fails.
+    public func command(_ arguments: [String], on server: RedisTestServer) async throws -> String {
+        try await redisCLI(["-p", String(server.port), "--no-raw"] + arguments, in: server).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Starts one more node, a master holding no slot (not one of ``nodes``), and joins it to the
+    /// cluster (`CLUSTER MEET`): a node for slots to move to, as when a cluster grows. Returns once
+    /// it and every running node count each other as connected and it counts the cluster as up;
+    /// gives up after a minute. The caller stops it
+    /// (it stops when released).
+    /// - Throws: ``RedisTestServer/Failure`` when it does not start or does not join.
+    public func startSpareNode() async throws -> RedisTestServer {
+        let spare = try await RedisTestServer(arguments: nodeArguments, tls: nil, requireClientCertificates: false, clusterNode: true)
+        let id = try await command(["CLUSTER", "MYID"], on: spare).replacingOccurrences(of: "\"", with: "")
+        guard let first = nodes.indices.first(where: { nodes[$0].isRunning }) else {
+            throw RedisTestServer.Failure(message: "No node of the test cluster runs")
+        }
+        // Its cluster bus listens on a port of its own, not the default (its port + 10,000).
+        guard let bus = spare.arguments.firstIndex(of: "--cluster-port").map({ spare.arguments[$0 + 1] }) else {
+            throw RedisTestServer.Failure(message: "The spare node has no cluster bus port")
+        }
+        _ = try await command(["CLUSTER", "MEET", "127.0.0.1", String(spare.port), bus], node: first)
+        let deadline = ContinuousClock.now + .seconds(60)
+        var last = ""
+        while ContinuousClock.now < deadline {
+            // Every running node knows it, and it knows every running node.
+            var joined = true
+            let known = try await command(["CLUSTER", "NODES"], on: spare)
+            for index in nodes.indices where nodes[index].isRunning && joined {
+                let line = try await command(["CLUSTER", "NODES"], node: index).split(whereSeparator: \.isNewline).first { $0.contains(id) } ?? ""
+                let itsLine = known.split(whereSeparator: \.isNewline).first { $0.contains("127.0.0.1:\(nodes[index].port)@") } ?? ""
+                if !line.contains(" connected") || line.contains("handshake") {
+                    joined = false
+                    last = "node \(index) sees it as: \(line.isEmpty ? "unknown" : String(line))"
+                } else if !itsLine.contains(" connected") || itsLine.contains("handshake") {
+                    joined = false
+                    last = "it sees node \(index) as: \(itsLine.isEmpty ? "unknown" : String(itsLine))"
+                }
+            }
+            if joined, !(try await command(["CLUSTER", "INFO"], on: spare)).contains("cluster_state:ok") {
+                joined = false
+                last = "it does not count the cluster as up yet"
+            }
+            if joined { return spare }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw RedisTestServer.Failure(message: "The spare node did not join the test cluster: \(last)")
+    }
+
+    /// Runs `redis-cli` with `arguments` in the folder of `server`, on the I/O executor (it
     /// waits for the process), and returns what it printed.
-    private func redisCLI(_ arguments: [String], in node: Int) async throws -> String {
+    private func redisCLI(_ arguments: [String], in server: RedisTestServer) async throws -> String {
         let cli = cli
-        let folder = nodes[node].directory.path
+        let folder = server.directory.path
         return try await IOExecutor.shared.run { try runTool(cli, arguments, in: folder) }
     }
 
@@ -114,7 +168,7 @@ public final class RedisTestCluster: Sendable {
             }
             if ready, let first = running.first {
                 do {
-                    _ = try await redisCLI(["--cluster", "check", "127.0.0.1:\(nodes[first].port)"], in: first)
+                    _ = try await redisCLI(["--cluster", "check", "127.0.0.1:\(nodes[first].port)"], in: nodes[first])
                     return
                 } catch {
                     last = "\(error)"

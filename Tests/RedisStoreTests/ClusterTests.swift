@@ -151,15 +151,21 @@ struct ClusterTests {
 
     typealias Master = (index: Int, id: String, keys: Int)
 
-    /// Starts moving `slot`, which holds `keyCount` keys, from its master to another
-    /// (`IMPORTING` on the target, `MIGRATING` on the source): the masters, the source, the target.
-    static func startMoving(_ slot: String, holding keyCount: Int, in cluster: RedisTestCluster) async throws -> ([Master], Master, Master) {
+    /// The cluster's masters, each with how many keys of `slot` it holds.
+    static func masters(of slot: String, in cluster: RedisTestCluster) async throws -> [Master] {
         var masters: [Master] = []
         for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
             let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
             let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
             masters.append((index, id, count))
         }
+        return masters
+    }
+
+    /// Starts moving `slot`, which holds `keyCount` keys, from its master to another
+    /// (`IMPORTING` on the target, `MIGRATING` on the source): the masters, the source, the target.
+    static func startMoving(_ slot: String, holding keyCount: Int, in cluster: RedisTestCluster) async throws -> ([Master], Master, Master) {
+        let masters = try await Self.masters(of: slot, in: cluster)
         let source = try #require(masters.first { $0.keys == keyCount }, "\(masters)")
         let target = try #require(masters.first { $0.index != source.index })
         _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], node: target.index)
@@ -266,6 +272,60 @@ struct ClusterTests {
         for key in keys { try await b.store.setValue(Self.value("2"), forKey: key) }
         try await a.untilNoticed(2 * keys.count)
         for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("2"), "\(key)") }
+    }
+
+    /// A slot moving to a node that joined the cluster after the stores loaded its map (a cluster
+    /// growing): the `ASK` redirect names a node the map does not, which is followed before
+    /// anything is sent there — the local layers are not used until its notices arrive, then
+    /// emptied — and another machine's writes of keys it holds are noticed, while the slot moves
+    /// and once it has moved.
+    @Test func aSlotMovingToANewNodeIsFollowedBeforeItIsRead() async throws {
+        let cluster = try await RedisTestCluster()
+        let configuration = try Self.store(cluster, "coherent-grow").configuration
+        let a = try Machine(configuration: configuration)
+        let b = try Machine(configuration: configuration)
+        try await a.untilCoherent()
+        try await b.untilCoherent()
+        let keys = (0..<10).map { "{growing}\($0)" }
+        for key in keys { try await a.store.setValue(Self.value("1"), forKey: key) }
+        for key in keys { #expect(try await a.holdsLocally(key)) }
+        let spare = try await cluster.startSpareNode()
+        let spareID = try await cluster.command(["CLUSTER", "MYID"], on: spare).replacingOccurrences(of: "\"", with: "")
+        let slot = String(ClusterSlot.of(a.redis.redisKey(for: keys[0])))
+        let masters = try await Self.masters(of: slot, in: cluster)
+        let source = try #require(masters.first { $0.keys == keys.count }, "\(masters)")
+        #expect(try await cluster.command(["CLUSTER", "SETSLOT", slot, "IMPORTING", source.id], on: spare) == "OK")
+        #expect(try await cluster.command(["CLUSTER", "SETSLOT", slot, "MIGRATING", spareID], node: source.index) == "OK")
+        let migrated = try await cluster.command(
+            ["MIGRATE", "127.0.0.1", String(spare.port), "", "0", "5000", "KEYS"] + keys.map { a.redis.redisKey(for: $0) },
+            node: source.index
+        )
+        #expect(migrated == "OK", "\(migrated)")
+        try await a.untilNoticed(keys.count)
+        let flushes = a.store.coherence.flushes
+        let map = try #require(a.redis.cluster)
+        #expect(!map.nodesHoldingKeys.contains { $0.port == spare.port }, "a's map is from before the node joined")
+
+        // Half moved: the keys are on the new node, reached through ASK (which loads no map).
+        #expect(try await a.store.value(forKey: keys[0]) == Self.value("1"))
+        let afterRead = a.store.coherence
+        #expect(!afterRead.isCoherent || afterRead.flushes > flushes, "the new node was followed before it was read: \(afterRead)")
+        #expect(map.counts.asked > 0 && map.nodesHoldingKeys.contains { $0.port == spare.port })
+        try await a.untilCoherent(afterFlushes: flushes + 1)
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("1")) }
+        for key in keys { #expect(try await a.holdsLocally(key), "kept once the new node's notices arrive") }
+        for key in keys { try await b.store.setValue(Self.value("2"), forKey: key) }
+        try await a.untilNoticed(2 * keys.count)
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("2"), "\(key)") }
+
+        // Moved: MOVED, and a map that names the new node.
+        #expect(try await cluster.command(["CLUSTER", "SETSLOT", slot, "NODE", spareID], on: spare) == "OK")
+        for master in masters { _ = try await cluster.command(["CLUSTER", "SETSLOT", slot, "NODE", spareID], node: master.index) }
+        for key in keys { try await b.store.setValue(Self.value("3"), forKey: key) }
+        try await a.untilNoticed(3 * keys.count)
+        for key in keys { #expect(try await a.store.value(forKey: key) == Self.value("3"), "\(key)") }
+        #expect(a.store.coherence.isCoherent)
+        await spare.stop()
     }
 
     /// A master killed: its notices are lost, so the local layers are emptied and unused; once
