@@ -65,8 +65,7 @@ public final class RedisTestCluster: Sendable {
     /// Starts one more node, a master holding no slot (not one of ``nodes``), and joins it to the
     /// cluster (`CLUSTER MEET`): a node for slots to move to, as when a cluster grows. Returns once
     /// it and every running node count each other as connected and it counts the cluster as up;
-    /// gives up after a minute. The caller stops it
-    /// (it stops when released).
+    /// gives up after a minute. The caller stops it (it stops when released).
     /// - Throws: ``RedisTestServer/Failure`` when it does not start or does not join.
     public func startSpareNode() async throws -> RedisTestServer {
         let spare = try await RedisTestServer(arguments: nodeArguments, tls: nil, requireClientCertificates: false, clusterNode: true)
