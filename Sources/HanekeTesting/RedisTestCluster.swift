@@ -62,6 +62,12 @@ public final class RedisTestCluster: Sendable {
         try await redisCLI(["-p", String(server.port), "--no-raw"] + arguments, in: server).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// The cluster's name for `server`, one of its nodes (`CLUSTER MYID`).
+    /// - Throws: ``RedisTestServer/Failure`` when `redis-cli` fails.
+    public func id(of server: RedisTestServer) async throws -> String {
+        try await command(["CLUSTER", "MYID"], on: server).replacingOccurrences(of: "\"", with: "")
+    }
+
     /// Starts one more node, a master holding no slot (not one of ``nodes``), and joins it to the
     /// cluster (`CLUSTER MEET`): a node for slots to move to, as when a cluster grows. Returns once
     /// it and every running node count each other as connected and it counts the cluster as up;
@@ -69,7 +75,7 @@ public final class RedisTestCluster: Sendable {
     /// - Throws: ``RedisTestServer/Failure`` when it does not start or does not join.
     public func startSpareNode() async throws -> RedisTestServer {
         let spare = try await RedisTestServer(arguments: nodeArguments, tls: nil, requireClientCertificates: false, clusterNode: true)
-        let id = try await command(["CLUSTER", "MYID"], on: spare).replacingOccurrences(of: "\"", with: "")
+        let id = try await id(of: spare)
         guard let first = nodes.indices.first(where: { nodes[$0].isRunning }) else {
             throw RedisTestServer.Failure(message: "No node of the test cluster runs")
         }

@@ -105,8 +105,8 @@ struct ClusterTests {
         let store = try Self.store(cluster, "reshard")
         let keys = 400
         for index in 0..<keys { try await store.setValue(Data("0".utf8), forKey: "key \(index)") }
-        let from = try await cluster.command(["CLUSTER", "MYID"], node: 0).replacingOccurrences(of: "\"", with: "")
-        let to = try await cluster.command(["CLUSTER", "MYID"], node: 1).replacingOccurrences(of: "\"", with: "")
+        let from = try await cluster.id(of: cluster.nodes[0])
+        let to = try await cluster.id(of: cluster.nodes[1])
         let before = try await Self.keysPerMaster(cluster, store)
         let done = Locked(false)
         let resharding = Task {
@@ -155,7 +155,7 @@ struct ClusterTests {
     static func masters(of slot: String, in cluster: RedisTestCluster) async throws -> [Master] {
         var masters: [Master] = []
         for index in cluster.nodes.indices where try await cluster.command(["ROLE"], node: index).hasPrefix("1) \"master\"") {
-            let id = try await cluster.command(["CLUSTER", "MYID"], node: index).replacingOccurrences(of: "\"", with: "")
+            let id = try await cluster.id(of: cluster.nodes[index])
             let count = Int(try await cluster.command(["CLUSTER", "COUNTKEYSINSLOT", slot], node: index).replacingOccurrences(of: "(integer) ", with: "")) ?? 0
             masters.append((index, id, count))
         }
@@ -206,16 +206,26 @@ struct ClusterTests {
 
     static func value(_ text: String) -> Data { Data(text.utf8) }
 
+    /// Two machines in front of `cluster` (keys prefixed by `label`), returned once both use their
+    /// local layers: `a` with a disk layer too if `disk`, its notices pinged every `pingInterval`;
+    /// `b` memory only, pinged as a ``Machine`` is by default.
+    static func machines(
+        in cluster: RedisTestCluster, _ label: String, disk: Bool = false, pingInterval: Duration = .seconds(30)
+    ) async throws -> (Machine, Machine) {
+        let configuration = try Self.store(cluster, label).configuration
+        let a = try Machine(configuration: configuration, disk: disk, pingInterval: pingInterval)
+        let b = try Machine(configuration: configuration)
+        try await a.untilCoherent()
+        try await b.untilCoherent()
+        return (a, b)
+    }
+
     /// Two machines, each memory and disk in front of the cluster: a write or removal on one
     /// leaves the other's local layers, whichever master holds the key; this machine's own
     /// writes, sent through each master's tracking connection, are noticed to none of its own.
     @Test func localLayersInFrontOfAClusterAreKeptCoherent() async throws {
         let cluster = try await RedisTestCluster()
-        let configuration = try Self.store(cluster, "coherent").configuration
-        let a = try Machine(configuration: configuration, disk: true)
-        let b = try Machine(configuration: configuration)
-        try await a.untilCoherent()
-        try await b.untilCoherent()
+        let (a, b) = try await Self.machines(in: cluster, "coherent", disk: true)
         // Twenty hash tags, spread over the masters; each tag's keys are on one node, whose
         // notices come in order.
         let tags = (0..<20).map { "{\($0)}" }
@@ -250,11 +260,7 @@ struct ClusterTests {
     /// noticed by the new master.
     @Test func aSlotMovedUnderCoherentLayersServesNothingStale() async throws {
         let cluster = try await RedisTestCluster()
-        let configuration = try Self.store(cluster, "coherent-move").configuration
-        let a = try Machine(configuration: configuration)
-        let b = try Machine(configuration: configuration)
-        try await a.untilCoherent()
-        try await b.untilCoherent()
+        let (a, b) = try await Self.machines(in: cluster, "coherent-move")
         let keys = (0..<10).map { "{moving}\($0)" }
         for key in keys { try await a.store.setValue(Self.value("1"), forKey: key) }
         let slot = String(ClusterSlot.of(a.redis.redisKey(for: keys[0])))
@@ -281,16 +287,12 @@ struct ClusterTests {
     /// and once it has moved.
     @Test func aSlotMovingToANewNodeIsFollowedBeforeItIsRead() async throws {
         let cluster = try await RedisTestCluster()
-        let configuration = try Self.store(cluster, "coherent-grow").configuration
-        let a = try Machine(configuration: configuration)
-        let b = try Machine(configuration: configuration)
-        try await a.untilCoherent()
-        try await b.untilCoherent()
+        let (a, b) = try await Self.machines(in: cluster, "coherent-grow")
         let keys = (0..<10).map { "{growing}\($0)" }
         for key in keys { try await a.store.setValue(Self.value("1"), forKey: key) }
         for key in keys { #expect(try await a.holdsLocally(key)) }
         let spare = try await cluster.startSpareNode()
-        let spareID = try await cluster.command(["CLUSTER", "MYID"], on: spare).replacingOccurrences(of: "\"", with: "")
+        let spareID = try await cluster.id(of: spare)
         let slot = String(ClusterSlot.of(a.redis.redisKey(for: keys[0])))
         let masters = try await Self.masters(of: slot, in: cluster)
         let source = try #require(masters.first { $0.keys == keys.count }, "\(masters)")
@@ -334,11 +336,7 @@ struct ClusterTests {
     /// a key the replica now holds is noticed.
     @Test func aKilledMastersReplicaIsFollowedOnceItTakesOver() async throws {
         let cluster = try await RedisTestCluster()
-        let configuration = try Self.store(cluster, "coherent-failover").configuration
-        let a = try Machine(configuration: configuration, pingInterval: .milliseconds(100))
-        let b = try Machine(configuration: configuration)
-        try await a.untilCoherent()
-        try await b.untilCoherent()
+        let (a, b) = try await Self.machines(in: cluster, "coherent-failover", pingInterval: .milliseconds(100))
         let keys = (0..<30).map { "{\($0)}k" }
         for key in keys { try await b.store.setValue(Self.value("1"), forKey: key) }
         try await cluster.waitUntilReplicated()
