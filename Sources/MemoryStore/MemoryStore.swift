@@ -33,65 +33,59 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     // The hot methods are `@inlinable` so that your code gets them specialised for its key and
     // value types (a generic call across modules would look up type metadata on every operation:
     // 10× slower in `make bench`).
+    /// What the list keeps for a key: the value, and the time stored and metadata of an entry
+    /// written with them (by ``setEntry(_:forKey:)``, a promotion, an add). Kept in the list's own
+    /// entry rather than in a dictionary beside it: a write with attributes (every promotion) then
+    /// hashes and inserts its key once, not twice, and a plain read only skips one field.
+    @usableFromInline
+    struct Slot: Sendable {
+        @usableFromInline var value: Value
+        /// `nil` for a value written without attributes.
+        @usableFromInline var attributes: StoredAttributes?
+
+        @inlinable
+        init(value: Value, attributes: StoredAttributes?) {
+            self.value = value
+            self.attributes = attributes
+        }
+    }
+
     @usableFromInline
     struct State: Sendable {
-        @usableFromInline var entries: LRUList<Key, Value>
-        /// The time stored and metadata of the entries written with them (by ``setEntry(_:forKey:)``,
-        /// a promotion, an add), beside the list: a plain read never touches them, so it costs what
-        /// it did before entries had attributes (a read is a few hundred instructions: every one
-        /// shows). Empty for a store written with plain values only.
-        @usableFromInline var attributes: [Key: StoredAttributes] = [:]
+        @usableFromInline var entries: LRUList<Key, Slot>
         @usableFromInline var statistics = StoreStatistics()
         /// Whether any entry may expire (the store has a time to live, or an entry was written with
         /// an expiry): until then a read does not look at the clock.
         @usableFromInline var mayExpire: Bool
 
-        @usableFromInline init(mayExpire: Bool, entries: LRUList<Key, Value>) {
+        @usableFromInline init(mayExpire: Bool, entries: LRUList<Key, Slot>) {
             self.mayExpire = mayExpire
             self.entries = entries
         }
 
-        /// Drops the attributes of `key`, if it has any (no hashing when none has).
-        @inlinable
-        mutating func forgetAttributes(of key: Key) {
-            if !attributes.isEmpty { attributes.removeValue(forKey: key) }
-        }
-
-        /// Removes `key` and its attributes; whether it was there.
+        /// Removes `key`; whether it was there.
         @inlinable @discardableResult
         mutating func remove(_ key: Key) -> Bool {
-            forgetAttributes(of: key)
-            return entries.removeValue(forKey: key)
+            entries.removeValue(forKey: key)
         }
 
-        /// Evicts entries in the policy's order (and their attributes) to the limits; how many.
+        /// Evicts entries in the policy's order to the limits; how many.
         @inlinable
         mutating func evict(toCount countLimit: Int?, toCost costLimit: Int?) -> Int {
             var evicted = 0
-            if attributes.isEmpty {
-                entries.evict(toCount: countLimit, toCost: costLimit) { _, _ in evicted += 1 }
-                return evicted
-            }
-            var side: [Key: StoredAttributes] = [:]
-            swap(&side, &attributes)
-            entries.evict(toCount: countLimit, toCost: costLimit) { key, _ in
-                evicted += 1
-                side.removeValue(forKey: key)
-            }
-            swap(&side, &attributes)
+            entries.evict(toCount: countLimit, toCost: costLimit) { _, _ in evicted += 1 }
             return evicted
         }
+    }
 
-        /// The attributes of a live entry with `expiry`.
-        @usableFromInline
-        func attributes(of key: Key, expiry: Double) -> EntryAttributes {
-            let kept = attributes.isEmpty ? nil : attributes[key]
-            return EntryAttributes(
-                expiresAt: expiry == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiry),
-                storedAt: kept?.storedAt,
-                metadata: kept?.metadata ?? Data()
-            )
-        }
+    /// The attributes of a live entry kept as `slot`, with `expiry`.
+    @usableFromInline
+    static func attributes(of slot: Slot, expiry: Double) -> EntryAttributes {
+        EntryAttributes(
+            expiresAt: expiry == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiry),
+            storedAt: slot.attributes?.storedAt,
+            metadata: slot.attributes?.metadata ?? Data()
+        )
     }
 
     /// Creates an empty store.
@@ -114,7 +108,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         self.clock = clock
         self.timeToLiveSeconds = configuration.timeToLive?.timeInterval
         self.cost = cost ?? Self.defaultCost()
-        let entries = LRUList<Key, Value>(
+        let entries = LRUList<Key, Slot>(
             policy: configuration.evictionPolicy, countLimit: configuration.countLimit, costLimit: configuration.costLimit
         )
         self.state = Locked(State(mayExpire: configuration.timeToLive != nil, entries: entries))
@@ -161,7 +155,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         state.withLock { state in
             var expired = false
             let now = state.mayExpire ? clockSeconds() : -.infinity
-            let value = state.entries.value(forKey: key, now: now, expired: &expired)
+            let value = state.entries.value(forKey: key, now: now, expired: &expired)?.value
             if value != nil {
                 state.statistics.hits += 1
             } else {
@@ -171,15 +165,12 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         }
     }
 
-    /// Counts a miss, and the eviction of an expired entry (whose attributes go too). Out of line:
+    /// Counts a miss, and the eviction of an expired entry. Out of line:
     /// a hit's code stays small enough to be inlined into the caller.
     @usableFromInline
     static func recordMiss(of key: Key, expired: Bool, in state: inout State) {
         state.statistics.misses += 1
-        if expired {
-            state.statistics.evictions += 1
-            state.forgetAttributes(of: key)
-        }
+        if expired { state.statistics.evictions += 1 }
     }
 
     /// Returns the entry for `key` — its value passed through `transform`, its expiry, the time it
@@ -219,13 +210,13 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         let value = state.withLock { state -> Value? in
             var expired = false
             var expiry = Double.infinity
-            guard let value = state.entries.value(forKey: key, now: clockSeconds, expired: &expired, expiry: &expiry) else {
+            guard let slot = state.entries.value(forKey: key, now: clockSeconds, expired: &expired, expiry: &expiry) else {
                 Self.recordMiss(of: key, expired: expired, in: &state)
                 return nil
             }
             state.statistics.hits += 1
-            attributes = state.attributes(of: key, expiry: expiry)
-            return value
+            attributes = Self.attributes(of: slot, expiry: expiry)
+            return slot.value
         }
         guard let value else { return nil }
         return StoreEntry(value: value, attributes: attributes)
@@ -241,7 +232,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
 
     func readAttributes(forKey key: Key) -> EntryAttributes? {
         state.withLock { state in
-            state.entries.peekValueAndExpiry(forKey: key, now: clockSeconds).map { state.attributes(of: key, expiry: $0.expiry) }
+            state.entries.peekValueAndExpiry(forKey: key, now: clockSeconds).map { Self.attributes(of: $0.value, expiry: $0.expiry) }
         }
     }
 
@@ -282,11 +273,10 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         let now = clock.now()
         let expiry = Self.expiry(of: attributes, writtenAt: now, timeToLive: timeToLiveSeconds)
         let nowSeconds = now.timeIntervalSinceReferenceDate
+        let kept = StoredAttributes(attributes, writtenAt: now)
         return state.withLock { state in
-            guard state.entries.peekValueAndExpiry(forKey: key, now: { nowSeconds }) != nil,
-                  state.entries.update(key, expiry: expiry, value: { _ in }) else { return false }
-            state.attributes[key] = StoredAttributes(attributes, writtenAt: now)
-            return true
+            state.entries.peekValueAndExpiry(forKey: key, now: { nowSeconds }) != nil
+                && state.entries.update(key, expiry: expiry, value: { $0.attributes = kept })
         }
     }
 
@@ -313,12 +303,9 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
             var expired = false
             if let found = state.entries.valueAndExpiry(forKey: key, now: { nowSeconds }, expired: &expired) {
                 state.statistics.hits += 1
-                return .existing(StoreEntry(value: found.value, attributes: state.attributes(of: key, expiry: found.expiry)))
+                return .existing(StoreEntry(value: found.value.value, attributes: Self.attributes(of: found.value, expiry: found.expiry)))
             }
-            if expired {
-                state.statistics.evictions += 1
-                state.forgetAttributes(of: key)
-            }
+            if expired { state.statistics.evictions += 1 }
             Self.insert(entry.value, attributes: kept, cost: valueCost, forKey: key, expiry: expiry, now: nowSeconds, limits: limits, into: &state)
             return .inserted
         }
@@ -366,13 +353,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
             state.remove(key)
             return
         }
-        state.entries.setValue(value, forKey: key, cost: valueCost, expiry: expiry)
+        state.entries.setValue(Slot(value: value, attributes: attributes), forKey: key, cost: valueCost, expiry: expiry)
         if expiry != .infinity { state.mayExpire = true }
-        if let attributes {
-            state.attributes[key] = attributes
-        } else {
-            state.forgetAttributes(of: key)
-        }
         state.statistics.evictions += state.evict(toCount: limits.countLimit, toCost: limits.costLimit)
     }
 
@@ -393,11 +375,8 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         // The old entries are released after the lock is dropped, so other threads do not wait on
         // the deallocation of a large store.
         let dropped = state.withLock { state in
-            defer {
-                state.entries.removeAll()
-                state.attributes = [:]
-            }
-            return (state.entries, state.attributes)
+            defer { state.entries.removeAll() }
+            return state.entries
         }
         withExtendedLifetime(dropped) {}
     }
@@ -427,12 +406,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     public func removeExpired() {
         let now = clock.now().timeIntervalSinceReferenceDate
         state.withLock { state in
-            var side: [Key: StoredAttributes] = [:]
-            swap(&side, &state.attributes)
-            state.statistics.evictions += state.entries.removeExpired(now: now) { key in
-                if !side.isEmpty { side.removeValue(forKey: key) }
-            }
-            swap(&side, &state.attributes)
+            state.statistics.evictions += state.entries.removeExpired(now: now) { _ in }
         }
     }
 
