@@ -15,6 +15,15 @@
 //   FileProbe DIR centry|promote KEYS OPS       the chain's halves: the compressed entry read
 //                                               with its attributes (centry), and then written
 //                                               into a new memory store (promote)
+//   FileProbe DIR mset|mblock KEYS OPERATIONS   the promotion without the read: entries of 4 KiB
+//                                               made (and touched) beforehand, each written once
+//                                               into a new, unbounded memory store (mset); or
+//                                               only a new 4 KiB block allocated, filled and kept
+//                                               per operation (mblock: what keeping a value read
+//                                               costs in fresh memory). DIR is not used.
+//   FileProbe DIR mget KEYS OPERATIONS          memory hits: KEYS plain values of 4 KiB in a
+//                                               MemoryStore, read synchronously from the main
+//                                               thread (workload 1's hit, alone). DIR is not used.
 //
 // FILEPROBE_REUSE=1 skips the async modes' fill, to profile the reads alone in a folder an earlier
 // run filled (creating files is slow on some virtual disks).
@@ -32,8 +41,8 @@ import MemoryStore
 import SQLiteStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote", "mset", "mblock", "mget"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote|mset|mblock|mget KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -113,6 +122,39 @@ case "centry", "promote":
         if promote { try await memory.setEntry(entry, forKey: key) }
         return entry.value.count == document.count
     }
+case "mset", "mblock":
+    // Each operation's key indexes its own entry, so OPERATIONS must not exceed KEYS.
+    let document = jsonDocument()
+    let attributes = EntryAttributes(storedAt: Date(timeIntervalSinceReferenceDate: 800_000_000))
+    let entries = (0..<keyCount).map { index in
+        var value = document
+        value[0] = UInt8(truncatingIfNeeded: index)   // a block of its own, touched
+        return StoreEntry(value: value, attributes: attributes)
+    }
+    let memory = MemoryStore<String, Data>()
+    let kept = PthreadLocked<[Data]>([])
+    let blocks = arguments[2] == "mblock"
+    let index = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+    outcome = inOneTask(fill: {}) { key in
+        let entry = entries[index[key]!]
+        if blocks {
+            let block = entry.value.withUnsafeBytes { Data($0) }   // a new block, as a decoded value is
+            kept.withLock { $0.append(block) }
+        } else {
+            try await memory.setEntry(entry, forKey: key)
+        }
+        return true
+    }
+case "mget":
+    let memory = MemoryStore<String, Data>()
+    let document = jsonDocument()
+    for key in keys { memory.setValue(document, forKey: key) }
+    var found = 0
+    let start = ContinuousClock.now
+    for i in 0..<operations where memory.value(forKey: keys[(i &* 7919) % keyCount]) != nil {
+        found += 1
+    }
+    outcome = (found, start)
 case "aget", "cget":
     let document = jsonDocument()
     let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))

@@ -2,7 +2,11 @@
 // plain system calls: what workload 9's file-backed get paths are compared against besides
 // python-diskcache. 10,000 values, read in a scrambled order, each read timed alone, three rounds.
 //
-//   ReadFloor DIR SIZE json|random     DIR must not exist; it is left filled for a look afterwards
+//   ReadFloor DIR SIZE json|random [thread]
+//                                      DIR must not exist; it is left filled for a look afterwards.
+//                                      With `thread`, the passes run on a thread of their own, as a
+//                                      Swift task does: glibc then serves its blocks from a thread
+//                                      arena, which grows by an `mprotect` of each block kept.
 //
 // Three passes a round, p50 and p99 of each in µs:
 //   read     `openat2` of <shard>/<name> below DIR's descriptor (no links, kernel caches only, no
@@ -17,6 +21,7 @@
 #include <linux/openat2.h>
 #include <lz4.h>
 #include <lz4frame.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,9 +110,52 @@ static void makeValue(char *value, int size, int json) {
     }
 }
 
+/// What the passes read with: the frame's buffer, its capacity, the reused value buffer, its size.
+struct Work {
+    char *frame;
+    size_t capacity;
+    char *value;
+    int size;
+};
+
+/// The three passes of every round, printed; on the thread that calls it.
+static void *measure(void *argument) {
+    struct Work *work = argument;
+    char *frame = work->frame, *value = work->value;
+    size_t capacity = work->capacity;
+    int size = work->size;
+    static double times[passes][count];
+    static char *kept[count];
+    static const char *passNames[passes] = {"read", "decoded", "kept"};
+    for (int round = 0; round < rounds; round++) {
+        for (int pass = 0; pass < passes; pass++) {
+            for (int k = 0; k < count; k++) {
+                int index = (int)((long)k * 7919 % count);
+                double start = nanoseconds();
+                ssize_t length = readEntry(index, frame, capacity);
+                if (pass == 1) decode(frame, length, value, size);
+                if (pass == 2) {
+                    kept[k] = malloc((size_t)size);
+                    decode(frame, length, kept[k], size);
+                }
+                times[pass][k] = nanoseconds() - start;
+            }
+            if (pass == 2) for (int k = 0; k < count; k++) free(kept[k]);
+            qsort(times[pass], count, sizeof(double), ascending);
+        }
+        printf("round %d:", round + 1);
+        for (int pass = 0; pass < passes; pass++) {
+            printf(" %s p50 %.2f p99 %.2f µs%s", passNames[pass], times[pass][count / 2] / 1e3,
+                   times[pass][count * 99 / 100] / 1e3, pass + 1 < passes ? " |" : "\n");
+        }
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4 || atoi(argv[2]) < 16 || atoi(argv[2]) > 65536 || (strcmp(argv[3], "json") && strcmp(argv[3], "random"))) {
-        fprintf(stderr, "usage: ReadFloor DIR SIZE(16...65536) json|random\n");
+    if (argc < 4 || argc > 5 || atoi(argv[2]) < 16 || atoi(argv[2]) > 65536 || (strcmp(argv[3], "json") && strcmp(argv[3], "random"))
+        || (argc == 5 && strcmp(argv[4], "thread"))) {
+        fprintf(stderr, "usage: ReadFloor DIR SIZE(16...65536) json|random [thread]\n");
         return 2;
     }
     int size = atoi(argv[2]);
@@ -136,30 +184,12 @@ int main(int argc, char **argv) {
         close(fd);
     }
 
-    static double times[passes][count];
-    static char *kept[count];
-    static const char *passNames[passes] = {"read", "decoded", "kept"};
-    for (int round = 0; round < rounds; round++) {
-        for (int pass = 0; pass < passes; pass++) {
-            for (int k = 0; k < count; k++) {
-                int index = (int)((long)k * 7919 % count);
-                double start = nanoseconds();
-                ssize_t length = readEntry(index, frame, capacity);
-                if (pass == 1) decode(frame, length, value, size);
-                if (pass == 2) {
-                    kept[k] = malloc((size_t)size);
-                    decode(frame, length, kept[k], size);
-                }
-                times[pass][k] = nanoseconds() - start;
-            }
-            if (pass == 2) for (int k = 0; k < count; k++) free(kept[k]);
-            qsort(times[pass], count, sizeof(double), ascending);
-        }
-        printf("round %d:", round + 1);
-        for (int pass = 0; pass < passes; pass++) {
-            printf(" %s p50 %.2f p99 %.2f µs%s", passNames[pass], times[pass][count / 2] / 1e3,
-                   times[pass][count * 99 / 100] / 1e3, pass + 1 < passes ? " |" : "\n");
-        }
+    struct Work work = {frame, capacity, value, size};
+    if (argc == 5) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, measure, &work) != 0 || pthread_join(thread, NULL) != 0) fail("pthread_create");
+    } else {
+        measure(&work);
     }
     return 0;
 }
