@@ -33,6 +33,7 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
     // The hot methods are `@inlinable` so that your code gets them specialised for its key and
     // value types (a generic call across modules would look up type metadata on every operation:
     // 10× slower in `make bench`).
+
     /// What the list keeps for a key: the value, and the time stored and metadata of an entry
     /// written with them (by ``setEntry(_:forKey:)``, a promotion, an add). Kept in the list's own
     /// entry rather than in a dictionary beside it: a write with attributes (every promotion) then
