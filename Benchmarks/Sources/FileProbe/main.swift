@@ -123,20 +123,19 @@ case "centry", "promote":
         return entry.value.count == document.count
     }
 case "mset", "mblock":
-    // Each operation's key indexes its own entry, so OPERATIONS must not exceed KEYS.
+    // Each key has an entry of its own; with OPERATIONS above KEYS, keys are written again.
     let document = jsonDocument()
     let attributes = EntryAttributes(storedAt: Date(timeIntervalSinceReferenceDate: 800_000_000))
-    let entries = (0..<keyCount).map { index in
+    let entries = Dictionary(uniqueKeysWithValues: keys.enumerated().map { index, key in
         var value = document
         value[0] = UInt8(truncatingIfNeeded: index)   // a block of its own, touched
-        return StoreEntry(value: value, attributes: attributes)
-    }
+        return (key, StoreEntry(value: value, attributes: attributes))
+    })
     let memory = MemoryStore<String, Data>()
     let kept = PthreadLocked<[Data]>([])
     let blocks = arguments[2] == "mblock"
-    let index = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
     outcome = inOneTask(fill: {}) { key in
-        let entry = entries[index[key]!]
+        let entry = entries[key]!
         if blocks {
             let block = entry.value.withUnsafeBytes { Data($0) }   // a new block, as a decoded value is
             kept.withLock { $0.append(block) }
