@@ -353,6 +353,12 @@ let package = Package(
                 "HanekeProtocols", "HanekeTesting", "TestSupport",
             ]
         ),
+        // The stress suite alone: `make tsan` builds it, and only what it depends on, under
+        // ThreadSanitizer (HANEKE_ONLY_TESTS, at the end of this file).
+        .testTarget(
+            name: "StressTests",
+            dependencies: ["HanekeFaultWorker", "FileStore", "CompressedStore", "MemoryStore", "HanekeProtocols", "HanekeTesting", "TestSupport"]
+        ),
         .testTarget(
             name: "CompressedStoreTests",
             dependencies: ["CompressedStore", "FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"],
@@ -431,4 +437,35 @@ for target in package.targets where target.type != .system {
         .enableUpcomingFeature("MemberImportVisibility"),
     ])
     target.swiftSettings = settings
+}
+
+// MARK: - One test target and what it needs
+
+// HANEKE_ONLY_TESTS=StressTests keeps that test target and the targets it depends on, and no product:
+// `make tsan` builds the stress suite under ThreadSanitizer without compiling the rest of the package
+// and its tests (TLS, HTTP, the tool, the integrations) a third time.
+if let only = Context.environment["HANEKE_ONLY_TESTS"] {
+    let targets = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+    var kept: Set<String> = []
+    var packagesUsed: Set<String> = []
+    var pending = [only]
+    while let name = pending.popLast() {
+        guard let target = targets[name], kept.insert(name).inserted else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): pending.append(name)
+            case .productItem(_, let package?, _, _): packagesUsed.insert(package)
+            default: break
+            }
+        }
+    }
+    precondition(kept.contains(only), "HANEKE_ONLY_TESTS=\(only): no such target")
+    package.targets.removeAll { !kept.contains($0.name) }
+    package.products = []
+    // A package's identity is the last part of its URL, without ".git".
+    package.dependencies.removeAll { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind, let last = location.split(separator: "/").last else { return false }
+        let identity = last.hasSuffix(".git") ? String(last.dropLast(4)) : String(last)
+        return !packagesUsed.contains(identity)
+    }
 }
