@@ -11,9 +11,10 @@ enum ProxyBenchmarks {
     static func run(_ scale: Scale) async throws -> [Row] {
         let nginx = try Tools.require("/usr/sbin/nginx", package: "nginx-light")
         let wrk = try Tools.require("/usr/bin/wrk", package: "wrk")
-        let haneke = URL(fileURLWithPath: Tools.packageRoot + "/../.build/release/haneke").standardized.path
+        // The tool as this package builds it, beside the benchmarks (`swift build --product haneke`).
+        let haneke = Tools.sibling("haneke")
         guard FileManager.default.isExecutableFile(atPath: haneke) else {
-            throw Tools.Failure(message: "\(haneke) is missing: `make release` builds it (make bench does)")
+            throw Tools.Failure(message: "\(haneke) is missing: `swift build -c release --product haneke` in Benchmarks builds it (make bench does)")
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("haneke-bench-proxy-\(getpid())").path
         let ports = (origin: try freePort(), nginx: try freePort(), haneke: try freePort())
