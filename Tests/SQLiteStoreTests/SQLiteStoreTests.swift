@@ -445,10 +445,14 @@ extension SQLiteStoreTests {
 
 extension SQLiteStoreTests {
     /// Runs `sql` on the database at `path` through SQLite itself (making files a store never would).
+    /// A store released just before closes its database on its executor, which locks the database
+    /// for a moment (the log's last checkpoint); this connection waits for that rather than fail
+    /// with "database is locked" (it did, once in a CI run). The suite's bodies run off the pool.
     func execute(_ sql: String, on path: String) throws {
         var handle: OpaquePointer?
         defer { sqlite3_close_v2(handle) }
         guard sqlite3_open(path, &handle) == SQLITE_OK else { throw StoreError(.io, "could not open \(path)") }
+        sqlite3_busy_timeout(handle, 10_000)
         var message: UnsafeMutablePointer<CChar>?
         guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
             defer { sqlite3_free(message) }
