@@ -103,10 +103,12 @@ FUZZ_TARGETS := FuzzEntryFile FuzzLZ4Frame FuzzJSON FuzzSQLiteDatabase
 
 # The blocking watchdog is off under ThreadSanitizer, which runs every job many times slower and
 # defers signals to its own points: the watchdog's measurements would mean nothing there.
-# HANEKE_ONLY_TESTS (Package.swift) builds only the stress suite's test target and what it needs.
+# HANEKE_ONLY_TESTS (Package.swift) builds only the stress suite's test target and what it needs;
+# the build and the run read the manifest alike.
+tsan: export HANEKE_ONLY_TESTS = StressTests
 tsan: test-deps
-	HANEKE_ONLY_TESTS=StressTests $(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	HANEKE_ONLY_TESTS=StressTests HANEKE_WATCHDOG=off TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter StressTests
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	HANEKE_WATCHDOG=off TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter StressTests
 
 fuzz: build-deps
 	SWIFT=$(SWIFT) scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)

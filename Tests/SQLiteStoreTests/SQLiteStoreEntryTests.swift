@@ -343,15 +343,13 @@ extension SQLiteStoreTests {
 
     /// The first integer `sql` returns on the database, read through SQLite itself.
     func integer(_ sql: String) throws -> Int64 {
-        var handle: OpaquePointer?
-        defer { sqlite3_close_v2(handle) }
-        guard sqlite3_open_v2(databasePath, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw StoreError(.io, "could not open \(databasePath)") }
-        sqlite3_busy_timeout(handle, 10_000)   // as `execute(_:on:)`: past a released store's close
-        var statement: OpaquePointer?
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, sqlite3_step(statement) == SQLITE_ROW else {
-            throw StoreError(.io, "could not run \(sql)")
+        try withConnection(to: databasePath, flags: SQLITE_OPEN_READONLY) { handle in
+            var statement: OpaquePointer?
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, sqlite3_step(statement) == SQLITE_ROW else {
+                throw StoreError(.io, "could not run \(sql)")
+            }
+            return sqlite3_column_int64(statement, 0)
         }
-        return sqlite3_column_int64(statement, 0)
     }
 }

@@ -444,19 +444,26 @@ extension SQLiteStoreTests {
 }
 
 extension SQLiteStoreTests {
-    /// Runs `sql` on the database at `path` through SQLite itself (making files a store never would).
+    /// Runs `body` with a connection of SQLite itself to the database at `path`, closed after it.
     /// A store released just before closes its database on its executor, which locks the database
     /// for a moment (the log's last checkpoint); this connection waits for that rather than fail
     /// with "database is locked" (it did, once in a CI run). The suite's bodies run off the pool.
-    func execute(_ sql: String, on path: String) throws {
+    func withConnection<T>(to path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, _ body: (OpaquePointer?) throws -> T) throws -> T {
         var handle: OpaquePointer?
         defer { sqlite3_close_v2(handle) }
-        guard sqlite3_open(path, &handle) == SQLITE_OK else { throw StoreError(.io, "could not open \(path)") }
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK else { throw StoreError(.io, "could not open \(path)") }
         sqlite3_busy_timeout(handle, 10_000)
-        var message: UnsafeMutablePointer<CChar>?
-        guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
-            defer { sqlite3_free(message) }
-            throw StoreError(.io, "\(sql): \(message.map { String(cString: $0) } ?? "")")
+        return try body(handle)
+    }
+
+    /// Runs `sql` on the database at `path` through SQLite itself (making files a store never would).
+    func execute(_ sql: String, on path: String) throws {
+        try withConnection(to: path) { handle in
+            var message: UnsafeMutablePointer<CChar>?
+            guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
+                defer { sqlite3_free(message) }
+                throw StoreError(.io, "\(sql): \(message.map { String(cString: $0) } ?? "")")
+            }
         }
     }
 
