@@ -184,40 +184,71 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Stores `value` as the most recently used entry, replacing any entry for `key`.
+    ///
+    /// The key is hashed once, new or not: a slot is taken first and given back when the key
+    /// already has one (a write of a new key, as every promotion into memory is, hashed it twice).
     @inlinable
     package mutating func setValue(_ value: Value, forKey key: Key, cost: Int, expiry: Double) {
         let cost = max(0, cost)
-        if let position = entries.index(forKey: key) {
-            // An existing key: replace in place, hashing the key once.
-            let oldCost = entries.values[position].cost
-            let slot = entries.values[position].update(value: value, cost: cost, expiry: expiry, total: &storedTotalCost)
+        let fresh = takeSlot()
+        let replaced = Self.replace(
+            &entries[key, default: Entry(value: value, cost: cost, expiry: expiry, slot: fresh)],
+            unlessItHas: fresh, with: value, cost: cost, expiry: expiry
+        )
+        if let replaced {
+            // An existing key, replaced in place.
+            giveBack(fresh)
+            storedTotalCost = Self.adding(Self.subtracting(storedTotalCost, replaced.cost), cost)
             if adaptive == nil {
-                moveToHead(slot)
+                moveToHead(replaced.slot)
             } else {
-                adaptive!.recordRewrite(slot, oldCost: oldCost, newCost: cost)
+                adaptive!.recordRewrite(replaced.slot, oldCost: replaced.cost, newCost: cost)
             }
             return
         }
-        // A new key: give it a slot.
-        let slot: Int32
-        if freeHead != Self.none {
-            slot = freeHead
-            freeHead = links[Int(slot)].next
-            keys[Int(slot)] = key
-        } else {
-            precondition(keys.count < Int(Int32.max), "MemoryStore holds at most \(Int32.max) entries")
-            slot = Int32(keys.count)
-            keys.append(key)
-            links.append(Link(previous: Self.none, next: Self.none))
-            adaptive?.marks.append(0)
-        }
-        entries[key] = Entry(value: value, cost: cost, expiry: expiry, slot: slot)
+        keys[Int(fresh)] = key
         storedTotalCost = Self.adding(storedTotalCost, cost)
         if adaptive == nil {
-            linkAtHead(slot)
+            linkAtHead(fresh)
         } else {
-            admit(slot, key: key, cost: cost)
+            admit(fresh, key: key, cost: cost)
         }
+    }
+
+    /// Replaces `entry`'s value, cost and expiry unless it is the one just inserted with slot
+    /// `fresh`; the slot and cost it had, or `nil` when it is new.
+    @inlinable
+    static func replace(
+        _ entry: inout Entry, unlessItHas fresh: Int32, with value: Value, cost: Int, expiry: Double
+    ) -> (slot: Int32, cost: Int)? {
+        guard entry.slot != fresh else { return nil }
+        let replaced = (entry.slot, entry.cost)
+        entry.value = value
+        entry.cost = cost
+        entry.expiry = expiry
+        return replaced
+    }
+
+    /// A free slot: the first of the free list, or a new one at the end.
+    @inlinable
+    mutating func takeSlot() -> Int32 {
+        if freeHead != Self.none {
+            let slot = freeHead
+            freeHead = links[Int(slot)].next
+            return slot
+        }
+        precondition(keys.count < Int(Int32.max), "MemoryStore holds at most \(Int32.max) entries")
+        keys.append(nil)
+        links.append(Link(previous: Self.none, next: Self.none))
+        adaptive?.marks.append(0)
+        return Int32(keys.count - 1)
+    }
+
+    /// Puts a slot no key holds back on the free list.
+    @inlinable
+    mutating func giveBack(_ slot: Int32) {
+        links[Int(slot)] = Link(previous: Self.none, next: freeHead)
+        freeHead = slot
     }
 
     /// Removes the entry for `key`; returns whether there was one.
@@ -305,8 +336,7 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         unlink(entry.slot)
         adaptive?.forget(entry.slot, cost: entry.cost)
         keys[Int(entry.slot)] = nil
-        links[Int(entry.slot)] = Link(previous: Self.none, next: freeHead)
-        freeHead = entry.slot
+        giveBack(entry.slot)
         return entry
     }
 
@@ -368,18 +398,5 @@ package struct LRUList<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     static func subtracting(_ total: Int, _ cost: Int) -> Int {
         total >= cost ? total - cost : 0
-    }
-}
-
-extension LRUList.Entry {
-    /// Replaces the value, cost and expiry in place, keeping `total` (the list's total cost) in step;
-    /// returns the entry's slot.
-    @inlinable
-    mutating func update(value: Value, cost: Int, expiry: Double, total: inout Int) -> Int32 {
-        total = LRUList.adding(LRUList.subtracting(total, self.cost), cost)
-        self.value = value
-        self.cost = cost
-        self.expiry = expiry
-        return slot
     }
 }
