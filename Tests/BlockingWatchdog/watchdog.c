@@ -356,6 +356,10 @@ typedef struct {
     HanekeWatchdogJob measured;
     Wait wait;     // the kind of the job's worst wait (blocking before short before framework)
     Stack stack;   // a stack of that kind
+    /// An offender whose sleep the sampler never caught: the stack it took while the job ran, if
+    /// it took one (a job held long enough), which names the job even so.
+    int hasRunningStack;
+    Stack runningStack;
 } Kept;
 
 static pthread_mutex_t recordLock = PTHREAD_MUTEX_INITIALIZER;
@@ -503,7 +507,7 @@ static Wait classify(const Stack *stack) {
 /// thread (slept longer than the limit in a blocking wait, or longer than the short-wait limit in
 /// short waits), or counted when it only waited shortly or for the test framework.
 static void record(Worker *worker, uint64_t sequence, uint64_t slept, uint64_t wall, uint64_t cpu) {
-    Kept entry = {worker->tag, {slept, wall, cpu, 0, 0}, waitFramework, {0, {0}}};
+    Kept entry = {worker->tag, {slept, wall, cpu, 0, 0}, waitFramework, {0, {0}}, 0, {0, {0}}};
     int caught = worker->stacksSequence == sequence ? worker->stackCount : 0;
     for (int index = 0; index < caught; index += 1) {
         Wait wait = classify(&worker->stacks[index]);
@@ -513,7 +517,15 @@ static void record(Worker *worker, uint64_t sequence, uint64_t slept, uint64_t w
         }
     }
     // A sleep the sampler never caught is judged as a short wait: it fails only past that limit.
-    if (caught == 0) entry.wait = waitShort;
+    // (A CI run reported one as "not caught" and nothing else: the stack taken while it ran, if
+    // any, at least says which job it was.)
+    if (caught == 0) {
+        entry.wait = waitShort;
+        if (worker->busyStackSequence == sequence) {
+            entry.hasRunningStack = 1;
+            entry.runningStack = worker->busyStack;
+        }
+    }
     entry.measured.stack_taken = caught > 0;
     entry.measured.waited_for_a_lock = caught > 0 && entry.wait == waitShort;
     uint64_t shortLimit = lockLimitNanoseconds / 1000 * atomic_load(&loadFactorThousandths);
@@ -627,7 +639,7 @@ static void raiseTo(_Atomic uint64_t *largest, uint64_t value) {
 /// A job that held its thread `wall` (`cpu` of it on a CPU), with the stack the sampler took while
 /// it ran, or else, when `orAsleep`, the first it caught it asleep in.
 static Kept heldJob(Worker *worker, uint64_t sequence, uint64_t wall, uint64_t cpu, Wait wait, int orAsleep) {
-    Kept entry = {worker->tag, {0, wall, cpu, 0, 0}, wait, {0, {0}}};
+    Kept entry = {worker->tag, {0, wall, cpu, 0, 0}, wait, {0, {0}}, 0, {0, {0}}};
     if (worker->busyStackSequence == sequence) {
         entry.measured.stack_taken = 1;
         entry.stack = worker->busyStack;
@@ -873,9 +885,16 @@ static void report(void) {
         }
         fprintf(stderr, "  a job slept %.1f ms (wall %.1f ms, on a CPU %.1f ms)%s\n", job->slept_nanoseconds / 1e6,
                 job->wall_nanoseconds / 1e6, job->cpu_nanoseconds / 1e6,
-                !job->stack_taken ? " (its stack was not caught)"
+                !job->stack_taken ? (offenders[index].hasRunningStack ? " (no sleep of it was caught; it was running:)" : " (its stack was not caught)")
                 : offenders[index].wait == waitShort ? ", waiting for a lock, a file name or a page in:" : ", asleep in:");
-        printStack(&offenders[index]);
+        if (!job->stack_taken && offenders[index].hasRunningStack) {
+            Kept running = offenders[index];
+            running.stack = running.runningStack;
+            running.measured.stack_taken = 1;
+            printStack(&running);
+        } else {
+            printStack(&offenders[index]);
+        }
     }
     pthread_mutex_unlock(&recordLock);
     fflush(stderr);
