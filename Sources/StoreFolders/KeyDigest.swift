@@ -94,8 +94,8 @@ package struct KeyDigest: Hashable, Sendable {
     package var shard: String {
         String(unsafeUninitializedCapacity: 2) { buffer in
             let byte = firstByte
-            buffer[0] = Self.digits[Int(byte >> 4)]
-            buffer[1] = Self.digits[Int(byte & 0x0F)]
+            buffer[0] = Self.digit(byte >> 4)
+            buffer[1] = Self.digit(byte & 0x0F)
             return 2
         }
     }
@@ -113,11 +113,18 @@ package struct KeyDigest: Hashable, Sendable {
         self.init(high: high, low: low)
     }
 
-    private static let digits: [UInt8] = Array("0123456789ABCDEF".utf8)
+    /// The upper-case hexadecimal digit of `nibble` (0...15), computed rather than looked up: a
+    /// table in a global array cost a check of its one-time initialization and of its bounds for
+    /// each digit, 250 instructions a name (`callgrind`), on every read and write.
+    @inline(__always)
+    private static func digit(_ nibble: UInt8) -> UInt8 {
+        // "0"..."9" are 0x30...0x39, "A"..."F" 0x41...0x46.
+        nibble &+ (nibble < 10 ? 0x30 : 0x37)
+    }
 
     private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
         for i in 0..<16 {
-            buffer[offset + i] = digits[Int((value >> (60 - 4 * UInt64(i))) & 0x0F)]
+            buffer[offset + i] = digit(UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(i))) & 0x0F)
         }
     }
 }
