@@ -115,7 +115,7 @@ package struct KeyDigest: Hashable, Sendable {
 
     /// The upper-case hexadecimal digit of `nibble` (0...15), computed rather than looked up: a
     /// table in a global array cost a check of its one-time initialization and of its bounds for
-    /// each digit, 250 instructions a name (`callgrind`), on every read and write.
+    /// each digit, 450 instructions a name (`callgrind`), on every read and write.
     @inline(__always)
     private static func digit(_ nibble: UInt8) -> UInt8 {
         // "0"..."9" are 0x30...0x39, "A"..."F" 0x41...0x46.
