@@ -10,12 +10,15 @@ import Glibc
 /// the callers in other modules of this package get it inlined, as `MemoryStore`'s callers do.
 public final class PthreadLocked<Value> {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline var value: Value
+    /// The value, in memory the box allocates (as `Locked` keeps it: a stored `var` passed `inout`
+    /// would be checked for exclusive access at run time on every call).
+    @usableFromInline let storage: UnsafeMutablePointer<Value>
 
     /// Creates a box holding `value`.
     /// - Parameter value: The initial value.
     public init(_ value: Value) {
-        self.value = value
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: value)
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         let rc = pthread_mutex_init(mutex, nil)
@@ -25,6 +28,8 @@ public final class PthreadLocked<Value> {
     deinit {
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
+        storage.deinitialize(count: 1)
+        storage.deallocate()
     }
 
     /// Runs `body` with the lock held and returns its result.
@@ -35,7 +40,7 @@ public final class PthreadLocked<Value> {
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        return try body(&storage.pointee)
     }
 }
 
