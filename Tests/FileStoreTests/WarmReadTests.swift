@@ -40,7 +40,9 @@ struct WarmReadTests {
     /// read with `RWF_NOWAIT` starts the readahead it refuses to wait for, and on a fast disk and a
     /// busy machine that may finish before the kernel looks again (a C loop here saw 28 reads of
     /// 200 served so). Such a read was served without waiting, which is right; so the test drops
-    /// and reads until one hops, and checks that every read was one of the two.
+    /// and reads until one hops, and checks that every read was one of the two. Beside busy loops
+    /// the reader is preempted in between nearly every time, so it runs alone, among the heavy
+    /// suites (scripts/run-tests).
     @Test func aReadWhosePagesAreNotCachedGoesToTheExecutor() async throws {
         let clock = WhereClock(executor: executor)
         let store = try FileStore(directory: directory.path, configuration: .init(clock: clock), executor: executor)
