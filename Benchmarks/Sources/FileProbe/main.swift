@@ -27,6 +27,8 @@
 //
 // FILEPROBE_REUSE=1 skips the async modes' fill, to profile the reads alone in a folder an earlier
 // run filled (creating files is slow on some virtual disks).
+// FILEPROBE_STARTED=FILE: the async modes create FILE when their timed loop starts, after the fill
+// (to attach a profiler to the loop alone: `perf record -p PID` once FILE exists).
 // FILEPROBE_POLICY=lru|adaptive gives the get and set modes' store that eviction policy and a
 // capacity of 1 GiB (which they never reach), so that the two policies' costs can be compared.
 //
@@ -65,19 +67,26 @@ func jsonDocument() -> Data {
 func inOneTask(
     fill: @escaping @Sendable () async throws -> Void,
     _ operation: @escaping @Sendable (String) async throws -> Bool
-) -> (found: Int, start: ContinuousClock.Instant) {
-    let result = PthreadLocked<(found: Int, start: ContinuousClock.Instant)>((0, .now))
+) -> (found: Int, start: ContinuousClock.Instant, latencies: [Double]) {
+    let result = PthreadLocked<(found: Int, start: ContinuousClock.Instant, latencies: [Double])>((0, .now, []))
     let done = DispatchSemaphore(value: 0)
     Task.detached { [keys, keyCount, operations] in
         defer { done.signal() }
         do {
             if ProcessInfo.processInfo.environment["FILEPROBE_REUSE"] == nil { try await fill() }
+            if let marker = ProcessInfo.processInfo.environment["FILEPROBE_STARTED"] {
+                _ = FileManager.default.createFile(atPath: marker, contents: nil)
+            }
+            var latencies = [Double]()
+            latencies.reserveCapacity(operations)
             let start = ContinuousClock.now
             var found = 0
-            for i in 0..<operations where try await operation(keys[(i &* 7919) % keyCount]) {
-                found += 1
+            for i in 0..<operations {
+                let before = ContinuousClock.now
+                if try await operation(keys[(i &* 7919) % keyCount]) { found += 1 }
+                latencies.append(microseconds(ContinuousClock.now - before))
             }
-            result.withLock { [found] in $0 = (found, start) }
+            result.withLock { [found, latencies] in $0 = (found, start, latencies) }
         } catch {
             FileHandle.standardError.write(Data("FileProbe: \(error)\n".utf8))
             exit(1)
@@ -87,7 +96,7 @@ func inOneTask(
     return result.withLock { $0 }
 }
 
-let outcome: (found: Int, start: ContinuousClock.Instant)
+let outcome: (found: Int, start: ContinuousClock.Instant, latencies: [Double])
 switch arguments[2] {
 case "warm":
     // Built as workload 4 builds its chain.
@@ -153,7 +162,7 @@ case "mget":
     for i in 0..<operations where memory.value(forKey: keys[(i &* 7919) % keyCount]) != nil {
         found += 1
     }
-    outcome = (found, start)
+    outcome = (found, start, [])
 case "aget", "cget":
     let document = jsonDocument()
     let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil))
@@ -180,7 +189,7 @@ default:
             try store.setValue(value, forKey: key)
         }
     }
-    outcome = (found, start)
+    outcome = (found, start, [])
 }
 /// The synchronous get and set both disk engines have.
 protocol SyncStore {
@@ -191,7 +200,19 @@ protocol SyncStore {
 extension FileStore: SyncStore {}
 extension SQLiteStore: SyncStore {}
 
-let (found, start) = outcome
+/// A duration in microseconds.
+func microseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+}
+
+let (found, start, latencies) = outcome
 let elapsed = ContinuousClock.now - start
-// The count, then the time per operation (for timing runs; callgrind ignores it).
-print(found, Double(elapsed.components.attoseconds) / 1e12 / Double(max(1, operations)) + Double(elapsed.components.seconds) * 1e6 / Double(max(1, operations)), "µs")
+// The count, then the time per operation (for timing runs; callgrind ignores it), and for the async
+// modes each operation's p50 and p99 (a mean hides where the time goes: a dictionary's resize or a
+// new chunk of memory costs one operation much, the median none).
+var line = "\(found) \(microseconds(elapsed) / Double(max(1, operations))) µs"
+if !latencies.isEmpty {
+    let sorted = latencies.sorted()
+    line += String(format: " p50 %.2f µs p99 %.2f µs", sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)])
+}
+print(line)

@@ -133,7 +133,10 @@ enum LZ4 {
         context: OpaquePointer
     ) throws(Failure) -> Data {
         var capacity = initialCapacity
-        guard var output = malloc(max(capacity, 1)) else { throw .outOfMemory("could not allocate \(capacity) bytes") }
+        // A value of known size between 1 KiB and 64 KiB goes into a slot of the shared slabs, whose
+        // memory is ready before it is needed (a memory layer may keep the value: see `ValueSlabs`).
+        let slot = limit == nil ? ValueSlabs.shared.allocate(capacity) : nil
+        guard var output = slot ?? malloc(max(capacity, 1)) else { throw .outOfMemory("could not allocate \(capacity) bytes") }
         var produced = 0
         var consumed = start
         do throws(Failure) {
@@ -165,9 +168,11 @@ enum LZ4 {
                 throw Failure.corrupted("the frame announces \(capacity) bytes but holds \(produced)")
             }
         } catch {
-            free(output)
+            if slot != nil { ValueSlabs.shared.release(output) } else { free(output) }
             throw error
         }
+        // A slot holds exactly the frame's recorded size, which the frame filled (checked above).
+        if slot != nil { return ValueSlabs.shared.data(owning: output, count: produced) }
         return takeOwnership(of: output, count: produced, allocated: capacity)
     }
 
