@@ -7,7 +7,7 @@ import Testing
 /// given back, and `Data` that owns a slot.
 @Suite(.offThePool)
 struct ValueSlabsTests {
-    @Test func everySizeInTheRangeGetsASlotAtMostAFifthLarger() {
+    @Test func everySizeInTheRangeGetsASlotAtMostAFifthLarger() throws {
         var previous = 0
         for index in 0..<ValueSlabs.classCount {
             let size = ValueSlabs.slotSize(ofClass: index)
@@ -16,7 +16,7 @@ struct ValueSlabsTests {
         }
         #expect(previous == ValueSlabs.sizeRange.upperBound)
         for count in ValueSlabs.sizeRange {
-            let index = try! #require(ValueSlabs.classIndex(for: count))
+            let index = try #require(ValueSlabs.classIndex(for: count))
             let size = ValueSlabs.slotSize(ofClass: index)
             #expect(size >= count && size - count <= size / 5, "\(count) bytes → a slot of \(size)")
             if index > 0 { #expect(ValueSlabs.slotSize(ofClass: index - 1) < count) }
@@ -33,7 +33,7 @@ struct ValueSlabsTests {
         #expect(slabs.statistics == ValueSlabs.Statistics())
     }
 
-    @Test func slotsAreDistinctAlignedAndReusedOnceFreed() throws {
+    @Test func slotsAreDistinctAlignedAndReusedOnceFreed() {
         let slabs = ValueSlabs(prepares: false)
         let slots = (0..<100).map { _ in slabs.allocate(4096)! }
         #expect(Set(slots).count == 100)
