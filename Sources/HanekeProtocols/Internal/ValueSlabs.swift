@@ -151,7 +151,7 @@ package final class ValueSlabs: Sendable {
                 guard let spare = state.spares.popLast() else { return .needsChunk }
                 Self._adopt(spare, classIndex, &state)
                 let address = Self._takeSlot(classIndex, &state)
-                return .slot(address!, prepare: _prepareCount(state))
+                return .slot(address!, prepare: _reservePreparations(&state))
             }
             switch outcome {
             case .slot(let address, let prepare):
@@ -165,7 +165,7 @@ package final class ValueSlabs: Sendable {
                     state.statistics.mappedChunks += 1
                     state.statistics.chunksMappedOnDemand += 1
                     state.spares.append(base)
-                    return _prepareCount(state)
+                    return _reservePreparations(&state)
                 }
                 schedule(prepare)
             }
@@ -255,22 +255,18 @@ package final class ValueSlabs: Sendable {
         state.current[classIndex] = base
     }
 
-    /// How many chunks the preparer should start making now, and counts them as under way.
-    private func _prepareCount(_ state: State) -> Int {
+    /// How many chunks the preparer should start making now, counted as under way in the same
+    /// turn of the lock (so two callers never ask for the same chunk).
+    private func _reservePreparations(_ state: inout State) -> Int {
         guard prepares else { return 0 }
-        return max(0, spareTarget - state.spares.count - state.preparing)
+        let missing = max(0, spareTarget - state.spares.count - state.preparing)
+        state.preparing += missing
+        return missing
     }
 
-    /// Has the preparer make `count` chunks (counted as under way first).
+    /// Has the preparer make `count` chunks, which ``_reservePreparations(_:)`` counted.
     private func schedule(_ count: Int) {
-        guard count > 0 else { return }
-        let accepted = state.withLock { state -> Int in
-            // Counted again under the lock: another caller may have scheduled meanwhile.
-            let missing = max(0, min(count, spareTarget - state.spares.count - state.preparing))
-            state.preparing += missing
-            return missing
-        }
-        for _ in 0..<accepted {
+        for _ in 0..<count {
             preparer.submit { [self] in
                 let base = Self.mapChunk(populated: true)
                 state.withLock { state in
