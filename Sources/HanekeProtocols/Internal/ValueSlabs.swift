@@ -12,11 +12,18 @@ import Glibc
 /// arenas, which grows by one `mprotect` per page. Keeping a decoded 4 KiB value cost 2.4–5 µs that
 /// way at the median on this project's 2-core VMs (a C loop of `malloc`, `memcpy` and keep), as much
 /// as the rest of a compressed file read; a slot of a chunk prepared beforehand costs 0.1–0.2 µs.
-/// A chunk is mapped with `MADV_HUGEPAGE` (one transparent huge page where the system allows it,
-/// which the kernel clears at four times the speed of 512 small pages) and filled in with
-/// `MADV_POPULATE_WRITE` by the preparing thread, so no page faults on the caller's thread. When no
-/// chunk is ready (a burst faster than the preparer), a chunk is mapped on the spot and its pages
-/// fault as `malloc`'s would.
+/// A chunk is filled in with `MADV_POPULATE_WRITE` by the preparing thread, so no page faults on
+/// the caller's thread. When no chunk is ready (a burst faster than the preparer), a chunk is mapped
+/// on the spot and its pages fault as `malloc`'s would.
+///
+/// A chunk is small pages (`MADV_NOHUGEPAGE`), not one transparent huge page. A huge page the
+/// kernel has just freed is cleared five times faster than 512 small ones (0.2 ms against 1.0–1.1
+/// ms on this project's VMs), but a virtual machine that reports its free memory to the host
+/// (virtio-balloon's free page reporting, which takes free blocks of 2 MiB and more, a few seconds
+/// after they are freed) gets every new huge page back from the host: 6–9 ms each, measured the
+/// same minutes, against 1.0–1.2 ms for small pages every time. The preparing thread shares the
+/// machine with the readers, so the steady cost wins: with huge pages it spent 4–10 µs of CPU for
+/// each 4 KiB value kept, beside a warm read of 10–15 µs, and slowed that read.
 ///
 /// Size classes: four per doubling (1 KiB, then 1¼, 1½, 1¾ and 2 KiB, 2½ KiB, … 64 KiB), so a
 /// slot leaves at most a fifth of itself unused (a 1,025-byte value takes 1,280 bytes) and a tenth
@@ -36,7 +43,7 @@ package final class ValueSlabs: Sendable {
     /// The slabs every store of the process shares.
     package static let shared = ValueSlabs()
 
-    /// The size of a chunk (one transparent huge page on x86-64), and its alignment.
+    /// The size of a chunk, and its alignment (a chunk is found from any of its values' addresses).
     static let chunkSize = 2 << 20
     /// The smallest and largest values the slabs serve.
     package static let sizeRange = 1024...(64 << 10)
@@ -290,8 +297,8 @@ package final class ValueSlabs: Sendable {
 
     // MARK: - Mapping
 
-    /// A new chunk, aligned to its size, advised to be one huge page and, when `populated`, with
-    /// every page already in memory; `nil` when the system has no memory to map.
+    /// A new chunk of small pages, aligned to its size and, when `populated`, with every page
+    /// already in memory; `nil` when the system has no memory to map.
     static func mapChunk(populated: Bool = false) -> UInt? {
         // Map twice the size, then give back what lies outside the aligned middle.
         let mapped = mmap(nil, 2 * chunkSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -303,7 +310,7 @@ package final class ValueSlabs: Sendable {
         let mappedEnd = start + UInt(2 * chunkSize)
         if mappedEnd > end { munmap(UnsafeMutableRawPointer(bitPattern: end), Int(mappedEnd - end)) }
         let chunk = UnsafeMutableRawPointer(bitPattern: base)!
-        _ = madvise(chunk, chunkSize, MADV_HUGEPAGE)
+        _ = madvise(chunk, chunkSize, MADV_NOHUGEPAGE)
         if populated, madvise(chunk, chunkSize, Self.populateWrite) != 0 {
             // A kernel before 5.14 has no MADV_POPULATE_WRITE: touch each page instead.
             for page in stride(from: 0, to: chunkSize, by: Int(getpagesize())) {
