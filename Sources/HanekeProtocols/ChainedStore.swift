@@ -56,25 +56,40 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
     /// Reads `bottom`'s entry and promotes it into `top` with its attributes.
     @inlinable
     func readBottomEntryAndPromote(_ key: Key) async throws -> StoreEntry<Value>? {
-        let mark = writes.mark(for: key)
+        let hash = key.hashValue
+        let mark = writes.mark(forHash: hash)
         guard let entry = try await bottom.readEntryAsLayer(key, logger: logger) else {
             return nil
         }
-        // Promote only if no write or removal of the key came through this chain meanwhile.
-        await writes.ifUnchanged(key, since: mark) {
-            do {
-                // A value without attributes is promoted as a plain write (a store of your own
-                // need not keep attributes to be a top layer).
-                if entry.attributes == EntryAttributes() {
-                    try await top.setValue(entry.value, forKey: key)
-                } else {
-                    try await top.setEntry(entry, forKey: key)
-                }
-            } catch {
-                logPromotionFailure(of: key, error)
-            }
+        // Promote only if no write or removal of the key came through this chain meanwhile. The
+        // common case (the key's turn is free) writes in this frame, so that `top`'s write stays
+        // specialized and inlined; a key whose turn is taken waits for it.
+        switch writes.takeTurnIfUnchanged(hash: hash, since: mark) {
+        case false?:
+            break
+        case true?:
+            defer { writes.releaseTurn(hash: hash) }
+            await promote(entry, forKey: key)
+        case nil:
+            await writes.ifUnchanged(key, since: mark) { await promote(entry, forKey: key) }
         }
         return entry
+    }
+
+    /// Writes a value read from `bottom` into `top`, with its attributes; a failure is logged.
+    @inlinable
+    func promote(_ entry: StoreEntry<Value>, forKey key: Key) async {
+        do {
+            // A value without attributes is promoted as a plain write (a store of your own need not
+            // keep attributes to be a top layer).
+            if entry.attributes == EntryAttributes() {
+                try await top.setValue(entry.value, forKey: key)
+            } else {
+                try await top.setEntry(entry, forKey: key)
+            }
+        } catch {
+            logPromotionFailure(of: key, error)
+        }
     }
 
     /// Logs a promotion that failed (out of line: not on the hot path).

@@ -77,6 +77,41 @@ struct WriteGateTests {
         try await held.task.value
     }
 
+    /// A chain's promotion takes its turn without a continuation: it says "skip" once the key
+    /// changed, "wait" while a change holds the turn, and otherwise holds the turn itself until it
+    /// gives it back, so a change that comes meanwhile runs after the promotion, not during it.
+    @Test func aTurnTakenAtOnceSaysSkipWaitOrTakenAndHoldsAChangeBack() async throws {
+        let gate = WriteGate()
+        let hash = "k".hashValue
+        let before = gate.mark(forHash: hash)
+        #expect(before == gate.mark(for: "k"))
+        try await gate.change("k") {}
+        #expect(gate.takeTurnIfUnchanged(hash: hash, since: before) == false)
+
+        let held = HeldChange(gate, key: "k")
+        await held.waitUntilStarted()
+        #expect(gate.takeTurnIfUnchanged(hash: hash, since: gate.mark(for: "k")) == nil)
+        held.release()
+        try await held.task.value
+
+        let mark = gate.mark(for: "k")
+        #expect(gate.takeTurnIfUnchanged(hash: hash, since: mark) == true)
+        let order = Locked<[String]>([])
+        let (queued, queuedSignal) = AsyncStream<Void>.makeStream()
+        let change = Task {
+            queuedSignal.yield()
+            try await gate.change("k") { order.withLock { $0.append("change") } }
+        }
+        for await _ in queued { break }
+        // The change may not have queued yet; either way it cannot run before the turn is given back.
+        await Task.yield()
+        order.withLock { $0.append("promotion") }
+        gate.releaseTurn(hash: hash)
+        try await change.value
+        #expect(order.withLock { $0 } == ["promotion", "change"])
+        #expect(gate.takeTurnIfUnchanged(hash: hash, since: mark) == false, "the change moved the mark")
+    }
+
     @Test func aWriterWaitingForItsTurnLeavesWhenCancelled() async throws {
         let gate = WriteGate()
         let held = HeldChange(gate, key: "k")

@@ -58,7 +58,14 @@ package final class WriteGate: Sendable {
     /// A mark of `key`: compare it with a later mark, or pass it to ``ifUnchanged(_:since:_:)``.
     @usableFromInline
     package func mark(for key: some Hashable) -> UInt64 {
-        let stripe = Self.stripe(of: key.hashValue)
+        mark(forHash: key.hashValue)
+    }
+
+    /// ``mark(for:)`` of the key whose `hashValue` is `hash`: for a caller that hashes its key once
+    /// for the mark and the write that follows it (``ifUnchangedNow(hash:since:_:)``).
+    @usableFromInline
+    package func mark(forHash hash: Int) -> UInt64 {
+        let stripe = Self.stripe(of: hash)
         return state.withLock { $0.generations[stripe] }
     }
 
@@ -116,13 +123,7 @@ package final class WriteGate: Sendable {
         let stripe = Self.stripe(of: key)
         // The common case in one turn of the lock, without a continuation (a promotion on every
         // warm read): the key changed already (skip), or its turn is free (take it).
-        let now = state.withLock { state -> Bool? in
-            guard state.generations[stripe] == mark else { return false }
-            guard state.everyKey == .none, state.turns[key] == nil else { return nil }
-            state.turns[key] = []
-            return true
-        }
-        switch now {
+        switch takeTurnIfUnchanged(hash: key, since: mark) {
         case false?:
             return nil
         case true?:
@@ -136,6 +137,31 @@ package final class WriteGate: Sendable {
         }
         defer { release(key) }
         return try await body()
+    }
+
+    /// The first step of ``ifUnchanged(_:since:_:)`` alone, for a caller that makes its write in
+    /// its own frame (a chain's promotion, which stays specialized and inlined that way): takes the
+    /// turn of the key whose `hashValue` is `hash` at once, if nothing changed the key since `mark`
+    /// and its turn is free. One turn of the lock, no continuation.
+    /// - Returns: `true` when the turn is the caller's: give it back with
+    ///   ``releaseTurn(hash:)`` once the write is done (or failed); `false` when the key changed
+    ///   (skip the write); `nil` when its turn is taken or a change of every key holds the turns
+    ///   (wait for one with ``ifUnchanged(_:since:_:)``).
+    @usableFromInline
+    package func takeTurnIfUnchanged(hash: Int, since mark: UInt64) -> Bool? {
+        let stripe = Self.stripe(of: hash)
+        return state.withLock { state -> Bool? in
+            guard state.generations[stripe] == mark else { return false }
+            guard state.everyKey == .none, state.turns[hash] == nil else { return nil }
+            state.turns[hash] = []
+            return true
+        }
+    }
+
+    /// Gives back a turn that ``takeTurnIfUnchanged(hash:since:)`` took.
+    @usableFromInline
+    package func releaseTurn(hash: Int) {
+        release(hash)
     }
 
     // MARK: - Turns
