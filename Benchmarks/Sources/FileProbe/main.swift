@@ -15,6 +15,10 @@
 //   FileProbe DIR centry|promote KEYS OPS       the chain's halves: the compressed entry read
 //                                               with its attributes (centry), and then written
 //                                               into a new memory store (promote)
+//   FileProbe DIR mix KEYS OPERATIONS           cget, promote and chain interleaved in one loop,
+//                                               each on KEYS keys of its own (3 × KEYS files), so
+//                                               that the three p50s share the same minutes: a
+//                                               line each
 //   FileProbe DIR mset|mblock KEYS OPERATIONS   the promotion without the read: entries of 4 KiB
 //                                               made (and touched) beforehand, each written once
 //                                               into a new, unbounded memory store (mset); or
@@ -29,6 +33,7 @@
 // run filled (creating files is slow on some virtual disks).
 // FILEPROBE_STARTED=FILE: the async modes create FILE when their timed loop starts, after the fill
 // (to attach a profiler to the loop alone: `perf record -p PID` once FILE exists).
+// FILEPROBE_SIZE=N cuts the JSON document to N bytes (4,096 by default).
 // FILEPROBE_POLICY=lru|adaptive gives the get and set modes' store that eviction policy and a
 // capacity of 1 GiB (which they never reach), so that the two policies' costs can be compared.
 //
@@ -43,8 +48,8 @@ import MemoryStore
 import SQLiteStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote", "mset", "mblock", "mget"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote|mset|mblock|mget KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote", "mix", "mset", "mblock", "mget"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote|mix|mset|mblock|mget KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -53,12 +58,24 @@ let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
 func jsonDocument() -> Data {
     var json = "["
     var record = 0
-    while json.utf8.count < 4096 {
+    while json.utf8.count < 65536 {
         json += #"{"id":\#(record),"name":"user \#(record)","email":"user\#(record)@example.com","active":\#(record % 3 == 0)},"#
         record += 1
     }
-    return Data(json.utf8.prefix(4096))
+    let size = ProcessInfo.processInfo.environment["FILEPROBE_SIZE"].flatMap(Int.init) ?? 4096
+    return Data(json.utf8.prefix(size))
 }
+
+/// The CPU time of every thread of the process so far (user and system), in seconds.
+@Sendable func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+/// The CPU time of every thread while `inOneTask`'s loop ran: with the wall time, it shows work a
+/// loop hands to other threads (a preparing thread's page clearing).
+let loopCPUSeconds = PthreadLocked(0.0)
 
 /// Runs `fill`, then `operation` for each of `operations` keys, in one task, timing the loop; the
 /// main thread waits on a semaphore rather than with a top-level `await` (valgrind 3.19 crashes
@@ -79,6 +96,7 @@ func inOneTask(
             }
             var latencies = [Double]()
             latencies.reserveCapacity(operations)
+            let cpuBefore = processCPUSeconds()
             let start = ContinuousClock.now
             var found = 0
             for i in 0..<operations {
@@ -86,6 +104,7 @@ func inOneTask(
                 if try await operation(keys[(i &* 7919) % keyCount]) { found += 1 }
                 latencies.append(microseconds(ContinuousClock.now - before))
             }
+            loopCPUSeconds.withLock { $0 = processCPUSeconds() - cpuBefore }
             result.withLock { [found, latencies] in $0 = (found, start, latencies) }
         } catch {
             FileHandle.standardError.write(Data("FileProbe: \(error)\n".utf8))
@@ -131,6 +150,43 @@ case "centry", "promote":
         if promote { try await memory.setEntry(entry, forKey: key) }
         return entry.value.count == document.count
     }
+case "mix":
+    // Each of the three reads has keys of its own, named after it, made beforehand.
+    let document = jsonDocument()
+    let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
+    let promoted = MemoryStore<String, Data>()
+    let chain = MemoryStore<String, Data>().chained(to: file)
+    let names = ["cget", "promote", "chain"]
+    let variants = Dictionary(uniqueKeysWithValues: keys.map { key in (key, names.map { $0 + "/" + key }) })
+    let laps = PthreadLocked<[[Double]]>([[], [], []])
+    let reads: [@Sendable (String) async throws -> Bool] = [
+        { try await file.value(forKey: $0)?.count == document.count },
+        { key in
+            guard let entry = try await file.entry(forKey: key) else { return false }
+            try await promoted.setEntry(entry, forKey: key)
+            return entry.value.count == document.count
+        },
+        { try await chain.value(forKey: $0)?.count == document.count },
+    ]
+    let mixed = inOneTask(fill: { for key in keys { for name in variants[key]! { try await file.setValue(document, forKey: name) } } }) { key in
+        var found = true
+        var times = [0.0, 0.0, 0.0]
+        // The order turns with each key, so that no read always follows the same one.
+        let first = abs(key.hashValue % 3)
+        for step in 0..<3 {
+            let index = (first + step) % 3
+            let before = ContinuousClock.now
+            found = try await reads[index](variants[key]![index]) && found
+            times[index] = microseconds(ContinuousClock.now - before)
+        }
+        laps.withLock { [times] laps in for index in 0..<3 { laps[index].append(times[index]) } }
+        return found
+    }
+    for (name, samples) in zip(names, laps.withLock { $0 }) {
+        let sorted = samples.sorted()
+        print(String(format: "%@ %d p50 %.2f µs p99 %.2f µs", name, mixed.found, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)]))
+    }
+    exit(0)
 case "mset", "mblock":
     // Each key has an entry of its own; with OPERATIONS above KEYS, keys are written again.
     let document = jsonDocument()
@@ -201,7 +257,7 @@ extension FileStore: SyncStore {}
 extension SQLiteStore: SyncStore {}
 
 /// A duration in microseconds.
-func microseconds(_ duration: Duration) -> Double {
+@Sendable func microseconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
 }
 
@@ -213,6 +269,6 @@ let elapsed = ContinuousClock.now - start
 var line = "\(found) \(microseconds(elapsed) / Double(max(1, operations))) µs"
 if !latencies.isEmpty {
     let sorted = latencies.sorted()
-    line += String(format: " p50 %.2f µs p99 %.2f µs", sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)])
+    line += String(format: " p50 %.2f µs p99 %.2f µs cpu %.2f µs", sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)], loopCPUSeconds.withLock { $0 } * 1e6 / Double(max(1, operations)))
 }
 print(line)
