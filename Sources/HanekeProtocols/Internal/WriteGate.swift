@@ -62,7 +62,7 @@ package final class WriteGate: Sendable {
     }
 
     /// ``mark(for:)`` of the key whose `hashValue` is `hash`: for a caller that hashes its key once
-    /// for the mark and the write that follows it (``ifUnchangedNow(hash:since:_:)``).
+    /// for the mark and the turn that follows it (``takeTurnIfUnchanged(hash:since:)``).
     @usableFromInline
     package func mark(forHash hash: Int) -> UInt64 {
         let stripe = Self.stripe(of: hash)
