@@ -59,6 +59,8 @@ let package = Package(
         .executableTarget(name: "PeakRSS"),
         // Workload 9's floor: the least a get of an LZ4 frame in a file of its own costs, in C.
         .executableTarget(name: "ReadFloor", linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("xxhash")]),
+        // What making a 2 MiB chunk of new memory ready costs, huge page or small pages (ValueSlabs).
+        .executableTarget(name: "PopulateProbe"),
         // Workload 8's child process, whose peak resident size PeakRSS reads (ImageResizer).
         .executableTarget(
             name: "ThumbnailProbe",
