@@ -183,8 +183,7 @@ case "mix":
         return found
     }
     for (name, samples) in zip(names, laps.withLock { $0 }) {
-        let sorted = samples.sorted()
-        print(String(format: "%@ %d p50 %.2f µs p99 %.2f µs", name, mixed.found, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)]))
+        print("\(name) \(mixed.found) \(percentiles(samples))")
     }
     exit(0)
 case "mset", "mblock":
@@ -256,6 +255,12 @@ protocol SyncStore {
 extension FileStore: SyncStore {}
 extension SQLiteStore: SyncStore {}
 
+/// The p50 and p99 of per-operation latencies in µs, as every timed mode prints them.
+func percentiles(_ latencies: [Double]) -> String {
+    let sorted = latencies.sorted()
+    return String(format: "p50 %.2f µs p99 %.2f µs", sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)])
+}
+
 /// A duration in microseconds.
 @Sendable func microseconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
@@ -268,7 +273,6 @@ let elapsed = ContinuousClock.now - start
 // new chunk of memory costs one operation much, the median none).
 var line = "\(found) \(microseconds(elapsed) / Double(max(1, operations))) µs"
 if !latencies.isEmpty {
-    let sorted = latencies.sorted()
-    line += String(format: " p50 %.2f µs p99 %.2f µs cpu %.2f µs", sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)], loopCPUSeconds.withLock { $0 } * 1e6 / Double(max(1, operations)))
+    line += " " + percentiles(latencies) + String(format: " cpu %.2f µs", loopCPUSeconds.withLock { $0 } * 1e6 / Double(max(1, operations)))
 }
 print(line)
