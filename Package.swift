@@ -403,6 +403,8 @@ let package = Package(
                 "HummingbirdExample", "VaporExample", "ServerMemoryProbe",
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                // PersistDriverTests runs a live application in a ServiceGroup of its own.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Hummingbird"])),
             ]
         ),
         .testTarget(
