@@ -195,6 +195,7 @@ extension Store {
     ///   - transform: What to make of the stored value.
     /// - Returns: The entry, or `nil`.
     /// - Throws: What ``value(forKey:transformedBy:)`` throws.
+    @inlinable
     public func entry<Transformed: Sendable>(
         forKey key: Key,
         transformedBy transform: @escaping @Sendable (Value) throws -> Transformed
