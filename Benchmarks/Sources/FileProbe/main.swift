@@ -34,6 +34,9 @@
 // FILEPROBE_STARTED=FILE: the async modes create FILE when their timed loop starts, after the fill
 // (to attach a profiler to the loop alone: `perf record -p PID` once FILE exists).
 // FILEPROBE_SIZE=N cuts the JSON document to N bytes (4,096 by default).
+// FILEPROBE_VALUES_ONLY=1 puts the chain mode's compressed files behind a store that forwards the
+// value calls alone (as workload 9's wrapper did until 2026-12-03), so that the chain reads its
+// bottom layer through `Store`'s default, generic entry read.
 // FILEPROBE_POLICY=lru|adaptive gives the get and set modes' store that eviction policy and a
 // capacity of 1 GiB (which they never reach), so that the two policies' costs can be compared.
 //
@@ -133,9 +136,16 @@ case "chain":
     let document = jsonDocument()
     let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
     let memory = MemoryStore<String, Data>()
-    let chain = memory.chained(to: file)
-    outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
-        try await chain.value(forKey: key)?.count == document.count
+    if ProcessInfo.processInfo.environment["FILEPROBE_VALUES_ONLY"] == "1" {
+        let chain = memory.chained(to: ValuesOnly(base: file))
+        outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
+            try await chain.value(forKey: key)?.count == document.count
+        }
+    } else {
+        let chain = memory.chained(to: file)
+        outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
+            try await chain.value(forKey: key)?.count == document.count
+        }
     }
 case "centry", "promote":
     // The warm chain's two halves alone: the compressed entry read with its attributes (what the
@@ -276,3 +286,16 @@ if !latencies.isEmpty {
     line += " " + percentiles(latencies) + String(format: " cpu %.2f µs", loopCPUSeconds.withLock { $0 } * 1e6 / Double(max(1, operations)))
 }
 print(line)
+
+/// A store that forwards the value calls of `base` alone, and takes `Store`'s defaults for the
+/// rest (entries, attributes): what FILEPROBE_VALUES_ONLY chains to.
+struct ValuesOnly<Base: Store>: Store where Base.Key == String, Base.Value == Data {
+    let base: Base
+    func value(forKey key: String) async throws -> Data? { try await base.value(forKey: key) }
+    func value<T: Sendable>(forKey key: String, transformedBy transform: @escaping @Sendable (Data) throws -> T) async throws -> T? {
+        try await base.value(forKey: key, transformedBy: transform)
+    }
+    func setValue(_ value: Data, forKey key: String) async throws { try await base.setValue(value, forKey: key) }
+    func removeValue(forKey key: String) async throws { try await base.removeValue(forKey: key) }
+    func removeAll() async throws { try await base.removeAll() }
+}
