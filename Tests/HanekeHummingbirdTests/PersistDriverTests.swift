@@ -73,7 +73,8 @@ func makeApplication(
 /// Not Hummingbird's `.live` test framework: it binds its server to "localhost", which NIO
 /// resolves with a blocking `getaddrinfo` on the task that starts the server, a cooperative thread
 /// (the first one in a process reads the resolver's files: 7.9 ms beside the CPU hog in CI, which
-/// the blocking watchdog failed). An address is parsed, never looked up.
+/// the blocking watchdog failed). `getaddrinfo` parses an address such as 127.0.0.1 without
+/// reading those files.
 func runLive(persist: HanekePersistDriver, _ requests: @Sendable (TestClient) async throws -> Void) async throws {
     let (ports, port) = AsyncStream.makeStream(of: Int.self)
     let app = makeApplication(persist: persist) { channel in
