@@ -135,18 +135,15 @@ case "chain":
     // key read once (so each read is promoted, and memory keeps every value it read).
     let document = jsonDocument()
     let file = try FileStore(directory: arguments[1], configuration: .init(capacity: nil)).compressed()
-    let memory = MemoryStore<String, Data>()
-    if ProcessInfo.processInfo.environment["FILEPROBE_VALUES_ONLY"] == "1" {
-        let chain = memory.chained(to: ValuesOnly(base: file))
-        outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
-            try await chain.value(forKey: key)?.count == document.count
-        }
-    } else {
-        let chain = memory.chained(to: file)
-        outcome = inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
+    func readThroughChain<Bottom: Store>(to bottom: Bottom) -> (found: Int, start: ContinuousClock.Instant, latencies: [Double])
+    where Bottom.Key == String, Bottom.Value == Data {
+        let chain = MemoryStore<String, Data>().chained(to: bottom)
+        return inOneTask(fill: { for key in keys { try await file.setValue(document, forKey: key) } }) { key in
             try await chain.value(forKey: key)?.count == document.count
         }
     }
+    outcome = ProcessInfo.processInfo.environment["FILEPROBE_VALUES_ONLY"] == "1"
+        ? readThroughChain(to: ValuesOnly(base: file)) : readThroughChain(to: file)
 case "centry", "promote":
     // The warm chain's two halves alone: the compressed entry read with its attributes (what the
     // chain reads from its bottom layer), and that read followed by a write into a new, unbounded
