@@ -37,7 +37,7 @@ extension FileStore {
         public var evictionPolicy: EvictionPolicy
         /// Called by the thread that builds the index at each of its steps (for tests, which hold
         /// it there to act while the store indexes); `nil` by default.
-        var indexingHook: (@Sendable (IndexingStep) -> Void)?
+        package var indexingHook: (@Sendable (IndexingStep) -> Void)?
 
         /// Creates a configuration.
         /// - Parameters:

@@ -95,7 +95,7 @@ extension FileStore {
     }
 
     /// Where the walk that builds the index is, for tests that act between its steps.
-    enum IndexingStep: Sendable {
+    package enum IndexingStep: Sendable {
         /// The walk is about to start.
         case walking
         /// The walk and the journal's replay are done; what they found is about to be merged into

@@ -116,7 +116,7 @@ extension FileStore {
             return (accesses, queues)
         }
         let start = sessionStart
-        let marker = RecencyJournal.Record(kind: .session, digest: KeyDigest(high: 0, low: 0), time: start)
+        let marker = RecencyJournal.Record.session(startingAt: start)
         records.insert(marker, at: records.firstIndex { $0.time > start } ?? records.count)
         return records + queues
     }

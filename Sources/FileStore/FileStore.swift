@@ -215,9 +215,10 @@ public final class FileStore: Store {
         }
         self.blockSize = max(512, (try? POSIX.status(of: folder.descriptor, path: directory).blockSize) ?? 4096)
         self.state = Locked(IndexState(entries: Self.makeIndex(configuration)))
-        self.journal = RecencyJournal(folder: folder)
+        let sessionStart = Self.milliseconds(configuration.clock.now())
+        self.sessionStart = sessionStart
+        self.journal = RecencyJournal(folder: folder, sessionStart: sessionStart)
         self.stripes = (0..<64).map { _ in Locked(0) }
-        self.sessionStart = Self.milliseconds(configuration.clock.now())
         // What the marker and the journal take, for the size checks of writes made while indexing
         // (a journal is written once the store is indexed: a block at least).
         let metadata = (POSIX.status(of: StoreNames.marker, in: folder.descriptor)?.allocated ?? 0)

@@ -17,6 +17,9 @@
 //                                                       releasing the store or flushing its journal
 //   HanekeFaultWorker touch-and-wait DIR                the same, then prints "ready" and waits to be
 //                                                       killed
+//   HanekeFaultWorker touch-while-indexing-and-exit DIR the same as touch-and-exit, with the store's
+//                                                       index held at its walk until the exit (a
+//                                                       process that ends before its store is ready)
 //   HanekeFaultWorker churn DIR ENGINE CAPACITY SECONDS WORKER
 //                                                       one of several processes sharing one store
 //                                                       folder (ENGINE files, sqlite or routed):
@@ -133,16 +136,23 @@ case "write-once":
         line("failed \(error)")
     }
 
-case "touch-and-exit", "touch-and-wait":
+case "touch-and-exit", "touch-and-wait", "touch-while-indexing-and-exit":
     // A global that is never released, like a `Shared` cache.
-    let store = try FileStore(directory: directory + "/original", configuration: .init(capacity: nil))
+    var configuration = FileStore.Configuration(capacity: nil)
+    if arguments[1] == "touch-while-indexing-and-exit" {
+        // The builder waits at its walk until the process ends (on a thread of the indexing
+        // executor, not of the cooperative pool).
+        let never = DispatchSemaphore(value: 0)
+        configuration.indexingHook = { step in if step == .walking { never.wait() } }
+    }
+    let store = try FileStore(directory: directory + "/original", configuration: configuration)
     let compressed = store.compressed()
     for key in ["a", "b", "c", "d"] {
         try await compressed.setValue(Data("value of \(key)".utf8), forKey: key)
     }
     _ = try await compressed.value(forKey: "b")
     _ = try await compressed.value(forKey: "a")
-    if arguments[1] == "touch-and-exit" { exit(0) }
+    if arguments[1] != "touch-and-wait" { exit(0) }
     line("ready")
     _ = readLine()
     exit(0)

@@ -24,8 +24,21 @@ struct RecencyTests {
         let directory = try TemporaryDirectory(prefix: "exit")
         let run = try await ChildProcess.run(Self.worker, ["touch-and-exit", directory.path])
         #expect(run.status == 0, "\(run.stderr)")
+        try await expectTheChildsSessionPreloaded(directory)
+    }
 
-        // A cache over the child's folder preloads what the child's session used.
+    /// A process that ends while its store still indexes (its records wait for the index) leaves
+    /// its session marked before them: the next store knows which entries it used. (Before, the
+    /// records were appended without the marker and the next session preloaded nothing.)
+    @Test func theLastSessionSurvivesAnExitWhileTheStoreIndexes() async throws {
+        let directory = try TemporaryDirectory(prefix: "exit-indexing")
+        let run = try await ChildProcess.run(Self.worker, ["touch-while-indexing-and-exit", directory.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        try await expectTheChildsSessionPreloaded(directory)
+    }
+
+    /// A cache over the child's folder preloads what the child's session used, in its order.
+    func expectTheChildsSessionPreloaded(_ directory: TemporaryDirectory) async throws {
         var format = Format<String>(name: Cache<String>.originalFormatName)
         format.preloadPolicy = .lastSession
         let cache = Cache<String>(name: "exit", directory: directory.path, originalFormat: format)

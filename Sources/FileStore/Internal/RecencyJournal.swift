@@ -50,6 +50,11 @@ final class RecencyJournal: Sendable {
         var kind: Kind
         var digest: KeyDigest
         var time: Int64
+
+        /// The record of a session that began at `time` (milliseconds since 1970).
+        static func session(startingAt time: Int64) -> Record {
+            Record(kind: .session, digest: KeyDigest(high: 0, low: 0), time: time)
+        }
     }
 
     /// What the caller of ``append(_:)`` should do next.
@@ -113,9 +118,16 @@ final class RecencyJournal: Sendable {
     /// by ``close()``. Held alone.
     private let timerReferences = Locked<[Locked<RecencyJournal?>]>([])
 
+    /// When the store's session began (milliseconds since 1970): the time of its session record.
+    let sessionStart: Int64
+
     /// A journal for the store's folder, flushed at `exit()` until ``close()``.
-    init(folder: StoreFolder) {
+    /// - Parameters:
+    ///   - folder: The store's folder.
+    ///   - sessionStart: When the store's session began, in milliseconds since 1970.
+    init(folder: StoreFolder, sessionStart: Int64) {
         self.folder = folder
+        self.sessionStart = sessionStart
         _ = Self.exitHandler
         Self.live.withLock { $0[ObjectIdentifier(self)] = self }
     }
@@ -316,8 +328,8 @@ final class RecencyJournal: Sendable {
     /// Makes flushes (timed, full buffer, on ``close()``) keep the records in the buffer until
     /// ``resume()``: while a store builds its index, the walk reads the journal as the previous
     /// session left it, and the rewrite that follows starts the file again. At `exit()` the
-    /// records are appended all the same (no rewrite will follow: the order they keep is worth
-    /// more than telling this session from the previous one).
+    /// records are appended all the same (no rewrite will follow), after a record of this
+    /// session's start, which only the rewrite would have written (``flushAtExit()``).
     func pause() {
         paused.store(true, ordering: .releasing)
     }
@@ -564,6 +576,21 @@ final class RecencyJournal: Sendable {
 
     private static func flushEveryJournal() {
         let journals = live.withLock { Array($0.values) }
-        for journal in journals { try? journal.flush(evenIfPaused: true) }
+        for journal in journals { try? journal.flushAtExit() }
+    }
+
+    /// The flush at `exit()`, even while paused. While paused, the file is still the journal the
+    /// previous sessions left, and this session's start is not in it (the rewrite after the index
+    /// would have placed it): it goes before the buffered records, all of which are this
+    /// session's, so that the next store knows which entries this session used. Without it the
+    /// records would join the previous session's, and a `.lastSession` preload would load nothing.
+    func flushAtExit() throws {
+        if isPaused {
+            let marker = Record.session(startingAt: sessionStart)
+            var bytes: [UInt8] = []
+            Self.encode(marker, into: &bytes)
+            pending.withLock { $0.bytes.insert(contentsOf: bytes, at: 0) }
+        }
+        try flush(evenIfPaused: true)
     }
 }
