@@ -45,16 +45,16 @@ struct BackgroundIndexingTests {
         }
     }
 
-    func open(capacity: Int? = 100 << 20, countLimit: Int? = nil, gate: IndexGate? = nil, executor: IOExecutor = .shared) throws -> FileStore {
-        var configuration = FileStore.Configuration(capacity: capacity, countLimit: countLimit)
+    func open(capacity: Int? = 100 << 20, countLimit: Int? = nil, gate: IndexGate? = nil, clock: any StoreClock = SystemClock(), executor: IOExecutor = .shared) throws -> FileStore {
+        var configuration = FileStore.Configuration(capacity: capacity, countLimit: countLimit, clock: clock)
         configuration.indexingHook = gate?.hook
         return try FileStore(directory: directory.path, configuration: configuration, executor: executor)
     }
 
     /// Opens a store with a gate, and waits until its builder is held there.
-    func openHeld(at step: FileStore.IndexingStep, capacity: Int? = 100 << 20, executor: IOExecutor = .shared) throws -> (FileStore, IndexGate) {
+    func openHeld(at step: FileStore.IndexingStep, capacity: Int? = 100 << 20, clock: any StoreClock = SystemClock(), executor: IOExecutor = .shared) throws -> (FileStore, IndexGate) {
         let gate = IndexGate(at: step)
-        let store = try open(capacity: capacity, gate: gate, executor: executor)
+        let store = try open(capacity: capacity, gate: gate, clock: clock, executor: executor)
         gate.waitUntilHeld()
         return (store, gate)
     }
@@ -284,5 +284,24 @@ struct BackgroundIndexingTests {
         let next = try open()
         #expect(next.keys() == ["a", "c", "b"])
         #expect(Set(next.entriesUsedInLastSession().map(\.key)) == ["a"])
+    }
+
+    /// A session that does all it does while its store indexes, and within the millisecond the
+    /// store opened, is still the last session for the next store: the journal the index rewrites
+    /// puts the session's start before records as recent as it.
+    @Test func aSessionWithinItsOpeningMillisecondWhileIndexingIsTheLastSession() throws {
+        try fill(["old"])
+        // Stopped after the fill's writes, at a millisecond of its own.
+        let clock = TestClock(start: Date().addingTimeInterval(1))
+        do {
+            let (store, gate) = try openHeld(at: .walking, clock: clock)
+            for key in ["a", "b", "c"] { try store.setValue(Data([1]), forKey: key) }
+            #expect(try store.value(forKey: "a") != nil)
+            gate.release()
+            store.waitUntilIndexed()
+        }
+        clock.advance(by: .seconds(1))
+        let next = try open(clock: clock)
+        #expect(Set(next.entriesUsedInLastSession().map(\.key)) == ["a", "b", "c"])
     }
 }

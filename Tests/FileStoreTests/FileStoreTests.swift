@@ -270,6 +270,21 @@ struct FileStoreTests {
         #expect(try open().entriesUsedInLastSession().isEmpty)   // the third session used nothing
     }
 
+    /// A session short enough to do everything in the millisecond its store opened (a small tool's
+    /// run) is still the last session: its records are as recent as its start.
+    @Test func aSessionWithinItsOpeningMillisecondIsTheLastSession() throws {
+        let clock = TestClock()
+        do {
+            let first = try open(clock: clock)
+            for key in ["a", "b", "c"] { try first.setValue(Data([1]), forKey: key) }
+            _ = try first.value(forKey: "a")
+        }
+        clock.advance(by: .seconds(1))
+        let second = try open(clock: clock)
+        #expect(Set(second.entriesUsedInLastSession().map(\.key)) == ["a", "b", "c"])
+        #expect(second.keys() == ["a", "c", "b"])
+    }
+
     @Test func peekingReadsWithoutCountingOrRefreshing() async throws {
         let store = try open()
         try await store.setValue(Data([1]), forKey: "a")
