@@ -17,9 +17,11 @@ package struct SharedStoreFolder: Sendable {
     ///   - access: Who may read and write the files.
     ///   - inspecting: Whether it is opened for reading only, by anyone (`haneke inspect`), rather
     ///     than for a store of this user.
+    ///   - afterReadingMarker: For tests: called each time the marker has been read, with its
+    ///     bytes, before they are checked.
     /// - Throws: `StoreError` with code `notAStore`, `unsafeDirectory` or `io`, as `FileStore` does.
-    package init(path: String, access: FolderAccess, inspecting: Bool = false) throws(StoreError) {
-        folder = try StoreFolder(path: path, access: access, purpose: inspecting ? .inspection : .store)
+    package init(path: String, access: FolderAccess, inspecting: Bool = false, afterReadingMarker: (@Sendable ([UInt8]) -> Void)? = nil) throws(StoreError) {
+        folder = try StoreFolder(path: path, access: access, purpose: inspecting ? .inspection : .store, afterReadingMarker: afterReadingMarker)
     }
 
     /// The folder as given.

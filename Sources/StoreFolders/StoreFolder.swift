@@ -47,13 +47,15 @@ package final class StoreFolder: Sendable {
     private let retired = Locked<[Int32]>([])
 
     /// Opens (and for a store, creates) the folder at `path`.
+    /// - Parameter afterReadingMarker: for tests, called each time the marker has been read (with
+    ///   its bytes), before they are checked: to do what another store does at that moment.
     /// - Throws: `StoreError` with code `notAStore` for a folder that is not a store's,
     ///   `unsafeDirectory` for one that belongs to another user or others may write, `io` when it
     ///   cannot be created or opened.
-    package init(path: String, access: FolderAccess, purpose: Purpose) throws(StoreError) {
+    package init(path: String, access: FolderAccess, purpose: Purpose, afterReadingMarker: (@Sendable ([UInt8]) -> Void)? = nil) throws(StoreError) {
         self.path = path
         self.access = access
-        self.current = Atomic(try Self.open(path, access: access, purpose: purpose))
+        self.current = Atomic(try Self.open(path, access: access, purpose: purpose, afterReadingMarker: afterReadingMarker))
     }
 
     deinit {
@@ -71,7 +73,7 @@ package final class StoreFolder: Sendable {
 
     // MARK: - Opening
 
-    private static func open(_ path: String, access: FolderAccess, purpose: Purpose) throws(StoreError) -> Int32 {
+    private static func open(_ path: String, access: FolderAccess, purpose: Purpose, afterReadingMarker: (@Sendable ([UInt8]) -> Void)? = nil) throws(StoreError) -> Int32 {
         var created = false
         if purpose == .store {
             do {
@@ -96,7 +98,7 @@ package final class StoreFolder: Sendable {
             let status = try POSIX.status(of: descriptor, path: path)
             if created, access == .ownerAndGroup { _ = fchmod(descriptor, access.folderMode) }
             if purpose != .inspection { try checkOwnership(status, path: path, access: access) }
-            try verifyMarker(in: descriptor, path: path, access: access, purpose: purpose)
+            try MarkerCheck(folder: descriptor, path: path, access: access, purpose: purpose, afterReading: afterReadingMarker).verify()
             return descriptor
         } catch let error as StoreError {
             POSIX.close(descriptor)
@@ -129,91 +131,106 @@ package final class StoreFolder: Sendable {
     /// The names a store makes at the top of its folder (a `FileStore`'s and an `SQLiteStore`'s).
     private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues] + StoreNames.smallValuesCompanions)
 
-    /// Checks the marker; writes one into an empty folder that a store opens.
-    private static func verifyMarker(in folder: Int32, path: String, access: FolderAccess, purpose: Purpose, attempt: Int = 0) throws {
-        let markerPath = path + "/" + StoreNames.marker
-        let marker: Int32?
-        do {
-            marker = try POSIX.openFile(StoreNames.marker, in: folder, flags: O_RDONLY | O_NONBLOCK, path: markerPath)
-        } catch {
-            guard error.code == ELOOP else { throw error }
-            throw StoreError(.notAStore, "\(markerPath) is a symbolic link, not a store's marker; refusing to use \(path)")
-        }
-        if let marker {
-            let bytes: [UInt8]
-            do {
-                defer { POSIX.close(marker) }
-                let status = try POSIX.status(of: marker, path: markerPath)
-                guard status.isFile, status.size <= 4096 else {
-                    throw StoreError(.notAStore, "\(markerPath) is not a store's marker (not a small file); refusing to use \(path)")
-                }
-                bytes = try POSIX.readAll(marker, limit: status.size, path: markerPath)
-            }
-            try checkMarker(bytes, in: folder, path: path, access: access, purpose: purpose)
-            return
-        }
-        let (count, names) = try namesInFolder(folder, path: path)
-        if count == 0 {
-            guard purpose == .store else {
-                throw StoreError(.notAStore, "\(path) is empty: it is not a store's folder (no \(StoreNames.marker))")
-            }
-            try writeMarker(in: folder, path: path, access: access, replacing: false)
-            return
-        }
-        // Another store (another process) made the marker between the open above and the listing:
-        // only the stores' own names are there, the marker among them. Check it again.
-        if names.contains(StoreNames.marker), count <= ownNames.count, names.allSatisfy(ownNames.contains), attempt < 3 {
-            return try verifyMarker(in: folder, path: path, access: access, purpose: purpose, attempt: attempt + 1)
-        }
-        let shown = names.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (count > 5 ? ", …" : "")
-        throw StoreError(
-            .notAStore,
-            "\(path) holds \(count) file\(count == 1 ? "" : "s") or folder\(count == 1 ? "" : "s") (\(shown)) but no \(StoreNames.marker), so it is not a store's folder; a FileStore never adopts or cleans a folder that holds anything else: use a new or empty folder"
-        )
-    }
+    /// Checks a folder's marker as it opens; writes one into an empty folder that a store opens.
+    private struct MarkerCheck {
+        let folder: Int32
+        let path: String
+        let access: FolderAccess
+        let purpose: Purpose
+        let afterReading: (@Sendable ([UInt8]) -> Void)?
 
-    /// Checks a marker's bytes: the magic and a version this code reads.
-    private static func checkMarker(_ bytes: [UInt8], in folder: Int32, path: String, access: FolderAccess, purpose: Purpose) throws {
-        let markerPath = path + "/" + StoreNames.marker
-        if bytes.isEmpty, purpose == .store {
-            let (count, names) = try namesInFolder(folder, path: path)
-            // A store was interrupted between creating its marker and writing it, or another store
-            // (a FileStore and an SQLiteStore opening one new folder at once) is writing it now and
-            // may have made its first files already: only the stores' own names are there.
-            if count <= ownNames.count, names.allSatisfy(ownNames.contains) {
-                try writeMarker(in: folder, path: path, access: access, replacing: true)
+        var markerPath: String { path + "/" + StoreNames.marker }
+
+        /// Checks the marker, or writes one. `attempt` counts the times another store was seen
+        /// making the folder's marker meanwhile.
+        func verify(attempt: Int = 0) throws {
+            let marker: Int32?
+            do {
+                marker = try POSIX.openFile(StoreNames.marker, in: folder, flags: O_RDONLY | O_NONBLOCK, path: markerPath)
+            } catch {
+                guard error.code == ELOOP else { throw error }
+                throw StoreError(.notAStore, "\(markerPath) is a symbolic link, not a store's marker; refusing to use \(path)")
+            }
+            if let marker {
+                let bytes: [UInt8]
+                do {
+                    defer { POSIX.close(marker) }
+                    let status = try POSIX.status(of: marker, path: markerPath)
+                    guard status.isFile, status.size <= 4096 else {
+                        throw StoreError(.notAStore, "\(markerPath) is not a store's marker (not a small file); refusing to use \(path)")
+                    }
+                    bytes = try POSIX.readAll(marker, limit: status.size, path: markerPath)
+                }
+                afterReading?(bytes)
+                try check(bytes, attempt: attempt)
                 return
             }
+            let (count, names) = try StoreFolder.namesInFolder(folder, path: path)
+            if count == 0 {
+                guard purpose == .store else {
+                    throw StoreError(.notAStore, "\(path) is empty: it is not a store's folder (no \(StoreNames.marker))")
+                }
+                try write(replacing: false)
+                return
+            }
+            // Another store (another process) made the marker between the open above and the
+            // listing: only the stores' own names are there, the marker among them. Check it again.
+            if names.contains(StoreNames.marker), count <= ownNames.count, names.allSatisfy(ownNames.contains), attempt < 3 {
+                return try verify(attempt: attempt + 1)
+            }
+            let shown = names.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (count > 5 ? ", …" : "")
+            throw StoreError(
+                .notAStore,
+                "\(path) holds \(count) file\(count == 1 ? "" : "s") or folder\(count == 1 ? "" : "s") (\(shown)) but no \(StoreNames.marker), so it is not a store's folder; a FileStore never adopts or cleans a folder that holds anything else: use a new or empty folder"
+            )
         }
-        guard bytes.count >= markerMagic.count, bytes[0..<4].elementsEqual(markerMagic[0..<4]) else {
-            throw StoreError(.notAStore, "\(markerPath) is not a Haneke store marker; refusing to use \(path)")
-        }
-        guard bytes[4] == markerVersion else {
-            throw StoreError(.notAStore, "\(path) is a store of format version \(bytes[4]), which this version of Haneke cannot read (it reads version \(markerVersion))")
-        }
-    }
 
-    private static func writeMarker(in folder: Int32, path: String, access: FolderAccess, replacing: Bool) throws {
-        let markerPath = path + "/" + StoreNames.marker
-        let descriptor: Int32
-        if replacing {
-            guard let opened = try POSIX.openFile(StoreNames.marker, in: folder, flags: O_WRONLY | O_NONBLOCK, path: markerPath) else {
-                return try writeMarker(in: folder, path: path, access: access, replacing: false)
+        /// Checks a marker's bytes: the magic and a version this code reads.
+        private func check(_ bytes: [UInt8], attempt: Int) throws {
+            if bytes.isEmpty {
+                let (count, names) = try StoreFolder.namesInFolder(folder, path: path)
+                // A store was interrupted between creating its marker and writing it, or another
+                // store (a FileStore and an SQLiteStore opening one new folder at once) is writing
+                // it now and may have made its first files already: only the stores' own names
+                // are there.
+                if purpose == .store, count <= ownNames.count, names.allSatisfy(ownNames.contains) {
+                    try write(replacing: true)
+                    return
+                }
+                // Or the other store wrote it after this one read it, then made files of its own
+                // (shards, entries, temporary files) before the listing: a store writes its marker
+                // before anything else, so the marker read again has its bytes.
+                if attempt < 3 { return try verify(attempt: attempt + 1) }
+                throw StoreError(.notAStore, "\(markerPath) is empty: it is not a Haneke store marker; refusing to use \(path)")
             }
-            descriptor = opened
-        } else {
-            do {
-                descriptor = try POSIX.createExclusively(StoreNames.marker, in: folder, mode: access.fileMode, path: markerPath)
-            } catch {
-                guard error.code == EEXIST else { throw error }
-                // Another store made it at the same moment: check theirs.
-                return try verifyMarker(in: folder, path: path, access: access, purpose: .store)
+            guard bytes.count >= markerMagic.count, bytes[0..<4].elementsEqual(markerMagic[0..<4]) else {
+                throw StoreError(.notAStore, "\(markerPath) is not a Haneke store marker; refusing to use \(path)")
+            }
+            guard bytes[4] == markerVersion else {
+                throw StoreError(.notAStore, "\(path) is a store of format version \(bytes[4]), which this version of Haneke cannot read (it reads version \(markerVersion))")
             }
         }
-        defer { POSIX.close(descriptor) }
-        if access == .ownerAndGroup { _ = fchmod(descriptor, access.fileMode) }
-        let bytes = markerMagic + markerText
-        try POSIX.append(descriptor, bytes, path: markerPath)
+
+        private func write(replacing: Bool) throws {
+            let descriptor: Int32
+            if replacing {
+                guard let opened = try POSIX.openFile(StoreNames.marker, in: folder, flags: O_WRONLY | O_NONBLOCK, path: markerPath) else {
+                    return try write(replacing: false)
+                }
+                descriptor = opened
+            } else {
+                do {
+                    descriptor = try POSIX.createExclusively(StoreNames.marker, in: folder, mode: access.fileMode, path: markerPath)
+                } catch {
+                    guard error.code == EEXIST else { throw error }
+                    // Another store made it at the same moment: check theirs.
+                    return try verify()
+                }
+            }
+            defer { POSIX.close(descriptor) }
+            if access == .ownerAndGroup { _ = fchmod(descriptor, access.fileMode) }
+            try POSIX.append(descriptor, markerMagic + markerText, path: markerPath)
+        }
     }
 
     /// How many names the folder holds, and the first few (escaped).

@@ -315,6 +315,42 @@ struct SQLiteStoreTests {
         #expect(try small.value(forKey: "s") == Data("small".utf8))
     }
 
+    /// A FileStore and an SQLiteStore open one new folder at once (a format's two disk layers):
+    /// the second reads the marker the first has made but not yet written, and by the time it
+    /// looks at the folder the first has written its marker and its first entry. The marker is
+    /// read again, not refused (the ServerMemoryProbe flake).
+    @Test func aMarkerWrittenAfterItWasReadEmptyIsReadAgain() throws {
+        mkdir(folder, 0o700)
+        _ = FileManager.default.createFile(atPath: folder + "/" + StoreNames.marker, contents: Data(), attributes: [.posixPermissions: 0o600])
+        let path = folder
+        let reads = Locked<[Int]>([])
+        _ = try SharedStoreFolder(path: path, access: .owner, afterReadingMarker: { bytes in
+            reads.withLock { $0.append(bytes.count) }
+            guard bytes.isEmpty else { return }
+            do {
+                try FileStore(directory: path).setValue(Data("first".utf8), forKey: "k")
+            } catch {
+                Issue.record(error, "the first store")
+            }
+        })
+        #expect(reads.withLock { $0.first } == 0)
+        #expect(reads.withLock { $0.count } == 2)
+        #expect(try FileStore(directory: path).value(forKey: "k") == Data("first".utf8))
+        try open().setValue(Data("second".utf8), forKey: "s")
+        #expect(try open().value(forKey: "s") == Data("second".utf8))
+    }
+
+    /// An empty marker beside files no store is making is refused, after a few looks.
+    @Test func anEmptyMarkerBesideOtherFilesIsRefused() throws {
+        mkdir(folder, 0o700)
+        _ = FileManager.default.createFile(atPath: folder + "/" + StoreNames.marker, contents: Data(), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: folder + "/notes.txt", contents: Data("mine".utf8))
+        let error = #expect(throws: StoreError.self) { try open() }
+        #expect(error?.code == .notAStore)
+        #expect(error?.message.contains("is empty") == true, "\(error?.message ?? "")")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/notes.txt")) == Data("mine".utf8))
+    }
+
     // MARK: - Capacity
 
     /// The capacity bounds what `du` counts for the store's files; the least recently used
