@@ -37,6 +37,9 @@
 // FILEPROBE_VALUES_ONLY=1 puts the chain mode's compressed files behind a store that forwards the
 // value calls alone (as workload 9's wrapper did until 2026-12-03), so that the chain reads its
 // bottom layer through `Store`'s default, generic entry read.
+// FILEPROBE_TAIL=1 prints, after the async modes' line, their p90, p95, p99, p99.9 and maximum, and
+// where in the loop the slowest 1 % fell (the first 60 indices): a cost that comes back every N
+// operations (a buffer flushed, a chunk of memory taken, a table's resize) shows as a period.
 // FILEPROBE_POLICY=lru|adaptive gives the get and set modes' store that eviction policy and a
 // capacity of 1 GiB (which they never reach), so that the two policies' costs can be compared.
 //
@@ -295,4 +298,11 @@ struct ValuesOnly<Base: Store>: Store where Base.Key == String, Base.Value == Da
     func setValue(_ value: Data, forKey key: String) async throws { try await base.setValue(value, forKey: key) }
     func removeValue(forKey key: String) async throws { try await base.removeValue(forKey: key) }
     func removeAll() async throws { try await base.removeAll() }
+}
+if ProcessInfo.processInfo.environment["FILEPROBE_TAIL"] == "1", !latencies.isEmpty {
+    let sorted = latencies.sorted()
+    func at(_ quantile: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * quantile))] }
+    print(String(format: "p90 %.2f p95 %.2f p99 %.2f p99.9 %.2f max %.2f µs", at(0.9), at(0.95), at(0.99), at(0.999), sorted[sorted.count - 1]))
+    let slowest = latencies.indices.filter { latencies[$0] >= at(0.99) }
+    print("slowest 1 % at", slowest.prefix(60).map(String.init).joined(separator: " "))
 }
