@@ -62,6 +62,7 @@ check-snippets: build-deps
 	scripts/build-without-warnings --build-tests $(TRAITS)
 	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "cannot find 'URL' in scope" scripts/snippet-fixtures/missing-import.md
 	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "imports StoreFolders, which is neither a product" scripts/snippet-fixtures/internal-module.md
+	SWIFT=$(SWIFT) scripts/check-snippets --expect-failure "no 'async' operations occur within 'await' expression" scripts/snippet-fixtures/warning.md
 	SWIFT=$(SWIFT) scripts/check-snippets
 
 # The same tests beside a CPU hog that keeps the load average at 4x the cores (scripts/under-load);
