@@ -7,11 +7,16 @@ import TestSupport
 /// Every read appends a 25-byte record to the recency journal's buffer. The read whose record
 /// fills the buffer hands a flush to the I/O executor and pays for it (the executor's wake-up, the
 /// flush's turns of the index lock). With a 4 KiB buffer that was one read in 164, and it put
-/// FileStore's 99th percentile up by about half in BENCHMARKS.md's "The journal's buffer".
+/// FileStore's 99th percentile up by about half (BENCHMARKS.md, "Where the slowest reads fall").
 @Suite(.timeLimit(.minutes(1)), .offThePool, .tags(.disk))
 struct JournalBufferTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "journal-buffer")
+    }
+
     @Test func aFlushIsAskedForOnceTheBufferHolds32KiB() throws {
-        let directory = try TemporaryDirectory(prefix: "journal-buffer")
         // No timed flush while the test appends: its buffer fills only from the records below.
         let store = try FileStore(directory: directory.path, configuration: .init(capacity: nil, recencyFlushInterval: .seconds(Int64.max)))
         store.waitUntilIndexed()
