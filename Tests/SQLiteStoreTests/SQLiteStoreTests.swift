@@ -315,13 +315,18 @@ struct SQLiteStoreTests {
         #expect(try small.value(forKey: "s") == Data("small".utf8))
     }
 
+    /// The folder as a store leaves it between creating its marker and writing it.
+    func makeFolderWithAnEmptyMarker() {
+        mkdir(folder, 0o700)
+        _ = FileManager.default.createFile(atPath: folder + "/" + StoreNames.marker, contents: Data(), attributes: [.posixPermissions: 0o600])
+    }
+
     /// A FileStore and an SQLiteStore open one new folder at once (a format's two disk layers):
     /// the second reads the marker the first has made but not yet written, and by the time it
     /// looks at the folder the first has written its marker and its first entry. The marker is
     /// read again, not refused (the ServerMemoryProbe flake).
     @Test func aMarkerWrittenAfterItWasReadEmptyIsReadAgain() throws {
-        mkdir(folder, 0o700)
-        _ = FileManager.default.createFile(atPath: folder + "/" + StoreNames.marker, contents: Data(), attributes: [.posixPermissions: 0o600])
+        makeFolderWithAnEmptyMarker()
         let path = folder
         let reads = Locked<[Int]>([])
         _ = try SharedStoreFolder(path: path, access: .owner, afterReadingMarker: { bytes in
@@ -342,8 +347,7 @@ struct SQLiteStoreTests {
 
     /// An empty marker beside files no store is making is refused, after a few looks.
     @Test func anEmptyMarkerBesideOtherFilesIsRefused() throws {
-        mkdir(folder, 0o700)
-        _ = FileManager.default.createFile(atPath: folder + "/" + StoreNames.marker, contents: Data(), attributes: [.posixPermissions: 0o600])
+        makeFolderWithAnEmptyMarker()
         _ = FileManager.default.createFile(atPath: folder + "/notes.txt", contents: Data("mine".utf8))
         let error = #expect(throws: StoreError.self) { try open() }
         #expect(error?.code == .notAStore)
