@@ -303,6 +303,7 @@ if ProcessInfo.processInfo.environment["FILEPROBE_TAIL"] == "1", !latencies.isEm
     let sorted = latencies.sorted()
     func at(_ quantile: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * quantile))] }
     print(String(format: "p90 %.2f p95 %.2f p99 %.2f p99.9 %.2f max %.2f µs", at(0.9), at(0.95), at(0.99), at(0.999), sorted[sorted.count - 1]))
-    let slowest = latencies.indices.filter { latencies[$0] >= at(0.99) }
+    let threshold = at(0.99)
+    let slowest = latencies.indices.filter { latencies[$0] >= threshold }
     print("slowest 1 % at", slowest.prefix(60).map(String.init).joined(separator: " "))
 }
