@@ -335,7 +335,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FileStoreTests",
-            dependencies: ["FileStore", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"],
+            dependencies: ["FileStore", "StoreFolders", "MemoryStore", "HanekeTesting", "HanekeProtocols", "TestSupport"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

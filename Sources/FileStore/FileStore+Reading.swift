@@ -114,7 +114,8 @@ extension FileStore {
     /// the disk: the path looked up from its caches only (`openat2` with `RESOLVE_CACHED`), the
     /// bytes copied from the page cache only (`preadv2` with `RWF_NOWAIT`). A hit of a file the
     /// index knows, of at most ``largestReadWithoutWaiting`` bytes, whose pages are all cached, is
-    /// served and counted here (`.some`), without a hop to the executor. Anything else — a page
+    /// served and counted here (`.some`), without a hop to the executor; its descriptor is handed
+    /// to ``DescriptorCloser``, which closes it off this thread. Anything else — a page
     /// or a name not cached, a miss, a file to delete, an error — is `nil`: nothing was changed
     /// or counted, and the caller reads the usual way, on the executor.
     @usableFromInline
@@ -124,7 +125,8 @@ extension FileStore {
               sizeHint <= Self.largestReadWithoutWaiting,
               let descriptor = POSIX.openEntryWithoutWaiting(in: folder.descriptor, digest)
         else { return nil }
-        defer { POSIX.close(descriptor) }
+        // Closed off this thread, a moment later (see `DescriptorCloser`).
+        defer { DescriptorCloser.shared.close(descriptor) }
         let time = now()
         let outcome = try? EntryFile.read(
             descriptor, path: self.path(for: digest), knownSize: sizeHint, extent: .whole, sizeLimit: configuration.capacity, waiting: false,

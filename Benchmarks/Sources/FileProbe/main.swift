@@ -25,6 +25,13 @@
 //                                               only a new 4 KiB block allocated, filled and kept
 //                                               per operation (mblock: what keeping a value read
 //                                               costs in fresh memory). DIR is not used.
+//   FileProbe DIR mchain|mpromote|mmiss K OPS   the chain with no I/O: a new memory store in
+//                                               front of one holding K entries of 4 KiB of JSON,
+//                                               each key read once through the chain (mchain), or
+//                                               by hand: the entry read from the full store and
+//                                               written into the empty one (mpromote), or a miss
+//                                               in the empty one and the read (mmiss). DIR is
+//                                               not used.
 //   FileProbe DIR mget KEYS OPERATIONS          memory hits: KEYS plain values of 4 KiB in a
 //                                               MemoryStore, read synchronously from the main
 //                                               thread (workload 1's hit, alone). DIR is not used.
@@ -54,8 +61,8 @@ import MemoryStore
 import SQLiteStore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote", "mix", "mset", "mblock", "mget"].contains(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote|mix|mset|mblock|mget KEYS OPERATIONS\n".utf8))
+guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]), ["get", "set", "sget", "sset", "warm", "aget", "cget", "chain", "centry", "promote", "mix", "mset", "mblock", "mget", "mchain", "mpromote", "mmiss"].contains(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: FileProbe DIR get|set|sget|sset|warm|aget|cget|chain|centry|promote|mix|mset|mblock|mget|mchain|mpromote|mmiss KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -216,6 +223,25 @@ case "mset", "mblock":
         } else {
             try await memory.setEntry(entry, forKey: key)
         }
+        return true
+    }
+case "mchain", "mpromote", "mmiss":
+    let document = jsonDocument()
+    let bottom = MemoryStore<String, Data>()
+    let attributes = EntryAttributes(storedAt: Date(timeIntervalSinceReferenceDate: 800_000_000))
+    for key in keys { try await bottom.setEntry(StoreEntry(value: document, attributes: attributes), forKey: key) }
+    let top = MemoryStore<String, Data>()
+    let chain = top.chained(to: bottom)
+    let mode = arguments[2]
+    outcome = inOneTask(fill: {}) { key in
+        if mode == "mchain" { return try await chain.value(forKey: key)?.count == document.count }
+        if mode == "mmiss" {
+            let missed = try await top.value(forKey: key) == nil
+            let found = try await bottom.entry(forKey: key) != nil
+            return missed && found
+        }
+        guard let entry = try await bottom.entry(forKey: key) else { return false }
+        try await top.setEntry(entry, forKey: key)
         return true
     }
 case "mget":
