@@ -19,8 +19,12 @@ import Glibc
 ///   closes its own descriptor, so a burst never takes descriptors the process needs elsewhere.
 /// - The thread closes what waits every ``interval`` (250 µs) while descriptors come; each look
 ///   that finds none doubles the wait, up to 16 ms, and after 12 such looks in a row (about 0.13 s
-///   without a descriptor) the thread ends. The next descriptor starts a new one. So a descriptor
-///   stays open at most about 16 ms after its read, and an idle process keeps no thread.
+///   without a descriptor) the thread ends. So a descriptor stays open at most about 16 ms after
+///   its read, and an idle process keeps no thread.
+/// - With no thread running, a descriptor is closed by its caller, unless another was closed that
+///   way less than ``burstWindow`` (1 ms) before: then reads are coming fast, and that second one
+///   starts the thread. Starting a thread costs its caller 11–15 µs here, more than a thousand
+///   closes save, so reads far apart (a lone read, a read every 0.2 s) never pay for one.
 ///
 /// What a late close could change, and why it does not here: the descriptors are read-only and
 /// `O_CLOEXEC` (no child inherits one), their files take no `fcntl` lock (which any close of the
@@ -37,6 +41,9 @@ package final class DescriptorCloser: Sendable {
     package let limit: Int
     /// How long the thread waits between two batches while descriptors come.
     package let interval: Duration
+    /// With no thread running: a descriptor closed by its caller less than this after the last one
+    /// so closed starts the thread.
+    package let burstWindow: Duration
     /// Whether a thread closes the waiting descriptors (off in a test that calls ``closeWaiting()``
     /// itself).
     private let startsThread: Bool
@@ -50,6 +57,8 @@ package final class DescriptorCloser: Sendable {
     private struct State {
         var waiting: [Int32] = []
         var threadRuns = false
+        /// When a caller last closed its own descriptor because no thread ran.
+        var lastClosedByCaller: ContinuousClock.Instant?
         /// Run after the thread's next batch (for tests).
         var afterBatch: [@Sendable () -> Void] = []
     }
@@ -59,10 +68,14 @@ package final class DescriptorCloser: Sendable {
     ///   - limit: The most descriptors that wait: by default 256, or a sixteenth of the soft
     ///     `RLIMIT_NOFILE` when that is lower.
     ///   - interval: The wait between batches while descriptors come: 250 µs by default.
-    ///   - startsThread: Whether a thread closes them: `true` by default.
-    package init(limit: Int? = nil, interval: Duration = .microseconds(250), startsThread: Bool = true) {
+    ///   - burstWindow: With no thread running, how soon after a descriptor its caller closed the
+    ///     next one starts the thread: 1 ms by default.
+    ///   - startsThread: Whether a thread closes them: `true` by default. Without one, every
+    ///     descriptor under the limit waits for ``closeWaiting()``.
+    package init(limit: Int? = nil, interval: Duration = .microseconds(250), burstWindow: Duration = .milliseconds(1), startsThread: Bool = true) {
         self.limit = max(0, limit ?? Self.defaultLimit())
         self.interval = interval
+        self.burstWindow = burstWindow
         self.startsThread = startsThread
     }
 
@@ -84,17 +97,26 @@ package final class DescriptorCloser: Sendable {
         state.withLock { $0.threadRuns }
     }
 
-    /// Closes `descriptor` soon, on the closer's thread, or now when ``limit`` descriptors wait
-    /// already. The caller gives it up: it must not use or close it again.
+    /// Closes `descriptor` soon, on the closer's thread, or now: when ``limit`` descriptors wait
+    /// already, or when no thread runs and descriptors do not come fast (see ``burstWindow``). The
+    /// caller gives it up: it must not use or close it again.
     /// - Parameter descriptor: An open descriptor of a regular file, read-only and `O_CLOEXEC`.
     package func close(_ descriptor: Int32) {
         enum Outcome { case queued, startThread, closeHere }
         let outcome = state.withLock { state -> Outcome in
             guard state.waiting.count < limit else { return .closeHere }
+            if startsThread, !state.threadRuns {
+                let now = ContinuousClock.now
+                guard let last = state.lastClosedByCaller, now - last < burstWindow else {
+                    state.lastClosedByCaller = now
+                    return .closeHere
+                }
+                state.threadRuns = true
+                state.waiting.append(descriptor)
+                return .startThread
+            }
             state.waiting.append(descriptor)
-            guard startsThread, !state.threadRuns else { return .queued }
-            state.threadRuns = true
-            return .startThread
+            return .queued
         }
         switch outcome {
         case .queued: break

@@ -44,11 +44,14 @@ struct DescriptorCloserTests {
     }
 
     @Test func itsThreadClosesWhatWaitsAndEndsWhenNothingComes() async throws {
-        let closer = DescriptorCloser(limit: 8)
-        let pipes = try (0..<3).map { _ in try makePipe() }
+        // Any two descriptors count as coming fast: the second starts the thread.
+        let closer = DescriptorCloser(limit: 8, burstWindow: .seconds(3_600))
+        let pipes = try (0..<4).map { _ in try makePipe() }
         defer { for pipe in pipes { close(pipe.read) } }
 
-        for pipe in pipes { closer.close(pipe.write) }
+        closer.close(pipes[0].write)
+        #expect(!closer.threadRuns && writeEndIsClosed(pipes[0].read), "with no thread running, the first is closed by its caller")
+        for pipe in pipes.dropFirst() { closer.close(pipe.write) }
         #expect(closer.threadRuns)
         await withCheckedContinuation { continuation in closer.afterNextBatch { continuation.resume() } }
         #expect(closer.waitingCount == 0)
@@ -63,13 +66,27 @@ struct DescriptorCloserTests {
         #expect(!closer.threadRuns, "the thread ends once nothing came for a while")
         #expect(looks <= 13)
 
-        // The next descriptor starts a thread again.
+        // The next descriptor (within the window of the one closed by its caller) starts a thread again.
         let next = try makePipe()
         defer { close(next.read) }
         closer.close(next.write)
         #expect(closer.threadRuns)
         await withCheckedContinuation { continuation in closer.afterNextBatch { continuation.resume() } }
         #expect(writeEndIsClosed(next.read))
+    }
+
+    @Test func descriptorsThatComeSlowlyAreClosedByTheirCallersWithoutAThread() throws {
+        // No two descriptors count as coming fast: a thread would cost each more than it saves.
+        let closer = DescriptorCloser(limit: 8, burstWindow: .zero)
+        let pipes = try (0..<3).map { _ in try makePipe() }
+        defer { for pipe in pipes { close(pipe.read) } }
+
+        for pipe in pipes {
+            closer.close(pipe.write)
+            #expect(writeEndIsClosed(pipe.read))
+        }
+        #expect(!closer.threadRuns)
+        #expect(closer.waitingCount == 0)
     }
 
     @Test func theSharedLimitLeavesMostDescriptorsToTheProcess() {
