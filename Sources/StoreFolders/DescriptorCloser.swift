@@ -1,4 +1,3 @@
-import Foundation
 import HanekeProtocols
 
 #if canImport(Glibc)
@@ -48,6 +47,8 @@ package final class DescriptorCloser: Sendable {
     /// itself).
     private let startsThread: Bool
     private let state = Locked(State())
+    /// Runs the closing loop: one job, which ends (and its thread with it) once nothing comes.
+    private let thread = ThreadPool(width: 1, name: "haneke.close")
 
     /// The longest wait between two looks of the thread.
     private static let longestInterval = Duration.milliseconds(16)
@@ -121,18 +122,19 @@ package final class DescriptorCloser: Sendable {
         switch outcome {
         case .queued: break
         case .closeHere: POSIX.close(descriptor)
-        case .startThread: startThread()
+        case .startThread: thread.submit { [self] in closeBatchesUntilIdle() }
         }
     }
 
     /// Closes every waiting descriptor on the calling thread.
     package func closeWaiting() {
-        for descriptor in state.withLock({ state in
-            defer { state.waiting.removeAll(keepingCapacity: true) }
-            return state.waiting
-        }) {
-            POSIX.close(descriptor)
-        }
+        for descriptor in state.withLock(Self._takeWaiting) { POSIX.close(descriptor) }
+    }
+
+    /// The waiting descriptors, which the caller closes; none wait after.
+    private static func _takeWaiting(_ state: inout State) -> [Int32] {
+        defer { state.waiting.removeAll(keepingCapacity: true) }
+        return state.waiting
     }
 
     /// Runs `body` on the closer's thread after its next batch is closed, or at once on the calling
@@ -146,37 +148,32 @@ package final class DescriptorCloser: Sendable {
         if runNow { body() }
     }
 
-    private func startThread() {
-        let thread = Thread { [self] in
-            var wait = interval
-            var idleLooks = 0
-            while true {
-                Self.sleep(for: wait)
-                let (batch, done, callbacks) = state.withLock { state -> ([Int32], Bool, [@Sendable () -> Void]) in
-                    let callbacks = state.afterBatch
-                    state.afterBatch.removeAll()
-                    guard state.waiting.isEmpty else {
-                        defer { state.waiting.removeAll(keepingCapacity: true) }
-                        return (state.waiting, false, callbacks)
-                    }
-                    let done = idleLooks + 1 >= Self.idleLooksBeforeExit
-                    if done { state.threadRuns = false }
-                    return ([], done, callbacks)
-                }
-                for descriptor in batch { POSIX.close(descriptor) }
-                for callback in callbacks { callback() }
-                if done { return }
-                if batch.isEmpty {
-                    idleLooks += 1
-                    wait = min(wait * 2, Self.longestInterval)
-                } else {
-                    idleLooks = 0
-                    wait = interval
-                }
+    /// The thread's loop: a batch every ``interval`` while descriptors come, longer waits while
+    /// none do, and the end after ``idleLooksBeforeExit`` looks in a row find none.
+    private func closeBatchesUntilIdle() {
+        var wait = interval
+        var idleLooks = 0
+        while true {
+            Self.sleep(for: wait)
+            let (batch, done, callbacks) = state.withLock { state -> ([Int32], Bool, [@Sendable () -> Void]) in
+                let callbacks = state.afterBatch
+                state.afterBatch.removeAll()
+                guard state.waiting.isEmpty else { return (Self._takeWaiting(&state), false, callbacks) }
+                let done = idleLooks + 1 >= Self.idleLooksBeforeExit
+                if done { state.threadRuns = false }
+                return ([], done, callbacks)
+            }
+            for descriptor in batch { POSIX.close(descriptor) }
+            for callback in callbacks { callback() }
+            if done { return }
+            if batch.isEmpty {
+                idleLooks += 1
+                wait = min(wait * 2, Self.longestInterval)
+            } else {
+                idleLooks = 0
+                wait = interval
             }
         }
-        thread.name = "haneke.close"
-        thread.start()
     }
 
     /// Sleeps the closer's own thread (never a cooperative one) for `duration`.
