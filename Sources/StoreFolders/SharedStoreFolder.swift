@@ -46,11 +46,21 @@ package struct SharedStoreFolder: Sendable {
     /// Refuses `name` when it exists and is not a regular file of one name.
     /// - Throws: `StoreError` with code `notAStore`.
     package func checkFile(_ name: String) throws(StoreError) {
-        guard let status = name.withCString({ POSIX.status(of: $0, in: folder.descriptor) }) else { return }
-        guard status.isFile, status.links == 1 else {
-            let what = status.kind == .symbolicLink ? "a symbolic link" : status.isFile ? "a file with \(status.links) names" : "not a regular file"
+        let status = name.withCString { POSIX.status(of: $0, in: folder.descriptor) }
+        if let what = Self.refusal(of: status) {
             throw StoreError(.notAStore, "\(folder.path(of: name)) is \(what); the store makes only regular files of its own and follows no link")
         }
+    }
+
+    /// Why a file found with `status` is refused, or `nil` when it may stay: when it is not there,
+    /// or is a regular file of one name. A regular file of no name is one whose name was removed
+    /// while it was looked at — SQLite deletes its log and the log's index when its last
+    /// connection closes, which a store released just before may be doing on the executor — so
+    /// there is nothing left at that name to refuse.
+    package static func refusal(of status: FileStatus?) -> String? {
+        guard let status else { return nil }
+        if status.isFile, status.links <= 1 { return nil }
+        return status.kind == .symbolicLink ? "a symbolic link" : status.isFile ? "a file with \(status.links) names" : "not a regular file"
     }
 
     /// A path to `name` in the folder that the kernel resolves from the descriptor held open —
