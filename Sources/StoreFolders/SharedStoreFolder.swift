@@ -43,7 +43,8 @@ package struct SharedStoreFolder: Sendable {
         try checkFile(name)
     }
 
-    /// Refuses `name` when it exists and is not a regular file of one name.
+    /// Refuses `name` when it exists and is not a regular file of one name (a file whose last name
+    /// is being removed as it is looked at counts as not there: see ``refusal(of:)``).
     /// - Throws: `StoreError` with code `notAStore`.
     package func checkFile(_ name: String) throws(StoreError) {
         let status = name.withCString { POSIX.status(of: $0, in: folder.descriptor) }
