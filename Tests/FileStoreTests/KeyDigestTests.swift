@@ -1,8 +1,9 @@
 import StoreFolders
 import Testing
 
-/// The hexadecimal names `KeyDigest` writes (eight digits at a time, with no branch) against the
-/// same digits written one by one, over digests that hold every digit in every place.
+/// The hexadecimal names `KeyDigest` writes (its digit loop, which the compiler vectorises) against
+/// the same digits written by the standard library, over digests that hold every digit in every
+/// place.
 @Suite struct KeyDigestTests {
     /// The 16 upper-case digits of `value`, one at a time.
     func reference(_ value: UInt64) -> String {
