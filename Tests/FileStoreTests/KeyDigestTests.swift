@@ -5,7 +5,7 @@ import Testing
 /// the same digits written by the standard library, over digests that hold every digit in every
 /// place.
 @Suite struct KeyDigestTests {
-    /// The 16 upper-case digits of `value`, one at a time.
+    /// The 16 upper-case digits of `value`, zero-padded, as the standard library writes them.
     func reference(_ value: UInt64) -> String {
         let digits = String(value, radix: 16, uppercase: true)
         return String(repeating: "0", count: 16 - digits.count) + digits
