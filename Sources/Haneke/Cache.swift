@@ -228,10 +228,15 @@ public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>:
     ///   - url: An `http` or `https` URL.
     ///   - headers: The request's header fields (`Cache-Control: max-age=0` asks for a
     ///     revalidation, `Cache-Control: max-stale` accepts a stale response); none by default.
+    ///     A redirect to another origin takes only the harmless ones along
+    ///     (`NetworkFetcher.Configuration.redirectSafelistedHeaders`).
     ///   - formatName: The format; the original by default.
     /// - Returns: The value.
-    /// - Throws: `invalidStatusCode` (with the status), `missingData`, `decoding`, `unavailable`,
-    ///   `timeout`; `notFound` for `only-if-cached` when nothing stored may answer.
+    /// - Throws: `invalidStatusCode` (with the status; a redirect the fetcher does not follow, such
+    ///   as `https` to `http`, too), `missingData`, `decoding`, `unavailable`, `timeout`;
+    ///   `invalidKey` for a header field that cannot be sent (a name that is not a token, a value
+    ///   with `CR`, `LF`, `NUL` or another control character but a tab), before any request;
+    ///   `notFound` for `only-if-cached` when nothing stored may answer.
     public func fetch(url: URL, headers: HTTPHeaderFields = HTTPHeaderFields(), formatName: String = Cache.originalFormatName) async throws -> Value {
         let fetcher = NetworkFetcher<Value>(url: url, headers: headers, clock: clock)
         let key = NetworkFetcher<Value>.cacheKey(for: url, headers: headers)

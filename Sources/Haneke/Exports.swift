@@ -8,3 +8,10 @@
 @_exported public import HanekeProtocols
 @_exported public import MemoryStore
 @_exported public import SQLiteStore
+// Of HTTPCaching, the types this module's API takes: `cache.fetch(url:headers:)` and
+// `NetworkFetcher(headers:)` take HTTPHeaderFields, `NetworkFetcher.Configuration(cachePolicy:)` an
+// HTTPCachePolicy. Not the whole module: its HTTPResponse would clash with swift-http-types'
+// (which Hummingbird re-exports) in every file that imports both; `import HTTPCaching` for it,
+// and for HTTPCache, CacheControl and the rest.
+@_exported public import struct HTTPCaching.HTTPHeaderFields
+@_exported public import struct HTTPCaching.HTTPCachePolicy

@@ -21,7 +21,11 @@ import Logging
 ///   fields as metadata. The rules apply when a `FetchingStore` (or a `Cache`) calls the fetcher.
 /// - Request header fields: ``headers`` on every request, and `Cache.fetch(url:headers:)` per fetch.
 ///   Their `Cache-Control` and `Pragma` are the request's directives (`max-age=0`, `no-cache`,
-///   `max-stale`, `min-fresh`, `only-if-cached`, `no-store`).
+///   `max-stale`, `min-fresh`, `only-if-cached`, `no-store`). A field is sent as it was given or
+///   not at all: a name that is not an RFC 9110 token (a space, a colon, an empty name) or a value
+///   with a control character other than a tab (`CR`, `LF`, `NUL`: `"en\r\nX-Injected: 1"` would
+///   reach the origin as two fields) throws `invalidKey` before any request is sent, its message
+///   naming the field by position and saying what is wrong, never showing the value.
 /// - Only 200 and 201 are successes (for `NetworkFetcher<HTTPResponse>`, any 2xx but `206`); any
 ///   other status throws `StoreError` code `invalidStatusCode`, with the status in `statusCode`.
 ///   Failed responses are never cached.
@@ -33,9 +37,18 @@ import Logging
 ///   `configuration.requestTimeout` (`60 seconds` by default) throws `timeout`, and is cancelled.
 /// - Error messages show URLs without their secrets: `http://alice:***@host/path?token=***`.
 /// - Cancelling the task cancels the request.
+/// - Redirects (`301`, `302`, `303`, `307`, `308`) are followed, at most 10, to `http` and
+///   `https` URLs only. To the same origin (scheme, host and port) every field follows; to another
+///   origin only ``Configuration/redirectSafelistedHeaders`` (`Accept`, `Accept-Language`,
+///   `User-Agent`, `Cache-Control`, the conditional fields…) and the fields you name in
+///   ``Configuration/crossOriginRedirectHeaders`` do: `Authorization`, `Cookie`, `X-Api-Key` and
+///   any other field of yours stay behind, and stay dropped for the rest of the chain. A redirect
+///   from `https` to `http` is refused (``Configuration/allowsInsecureRedirects``). A redirect
+///   that is not followed throws `invalidStatusCode` with its status. With a session of your own,
+///   the session follows redirects by its own rules instead (FoundationNetworking sends every
+///   field to every hop unless the session's delegate changes the request).
 /// - No cookies and no cache of libcurl's: nothing is cached behind the cache's own layers.
-///   Redirects are followed (at most 10, `http` and `https` only), and libcurl's `http_proxy`,
-///   `https_proxy` and `no_proxy` variables apply.
+///   libcurl's `http_proxy`, `https_proxy` and `no_proxy` variables apply.
 ///
 /// ```swift
 /// let user = try await cache.fetch(key: "haneke", fetcher: NetworkFetcher<JSON>(url: userURL))
@@ -43,14 +56,15 @@ import Logging
 /// let french = NetworkFetcher<HTTPResponse>(url: pageURL, headers: ["Accept-Language": "fr"])
 /// ```
 public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
-    /// The limits of a `NetworkFetcher`, and the secrets its errors hide.
+    /// The limits of a `NetworkFetcher`, the secrets its errors hide, and the redirects it follows.
     public struct Configuration: Sendable, Hashable {
         /// `64 MiB` by default: the most bytes a response body may have, counted as they arrive
         /// after decoding (a gzip body counts what it inflates to); `nil` for no limit. A body
         /// that passes it, or a `Content-Length` above it, throws `valueTooLarge` at once, and the
-        /// request is stopped. Without a session of your own, the body held in memory never exceeds
-        /// it, and a compressed body stops being inflated as soon as it passes it; a session of your
-        /// own collects the whole body before the fetcher can count it.
+        /// request is stopped; each redirect's body counts on its own (it is read and dropped).
+        /// Without a session of your own, the body held in memory never exceeds it, and a
+        /// compressed body stops being inflated as soon as it passes it; a session of your own
+        /// collects the whole body before the fetcher can count it.
         public var maximumBodySize: Int?
         /// `60 seconds` by default: the longest a request may take in all, from sending it to the
         /// last byte of the body, however steadily bytes arrive; `nil` for no limit (the session's
@@ -71,6 +85,18 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// `1 day` by default: how long a stale response is kept past its freshness to be
         /// revalidated, or served while the origin cannot be reached.
         public var validationRetention: Duration
+        /// `[]` by default: the names of your header fields that follow a redirect to another
+        /// origin besides ``redirectSafelistedHeaders``, such as `["X-Api-Key"]` for an API that
+        /// redirects to a host of its own you trust with the key. Names are compared without
+        /// regard to case. Every other field (`Authorization`, `Cookie`, `Private-Token`, any
+        /// field of yours) is dropped at the first redirect that leaves the origin (scheme, host
+        /// or port), and stays dropped for the rest of the chain.
+        public var crossOriginRedirectHeaders: Set<String>
+        /// `false` by default: whether a redirect from an `https` URL to an `http` one is
+        /// followed. Refused, it throws `invalidStatusCode` with the redirect's status; followed,
+        /// it is another origin, so only the fields that follow any redirect to another origin
+        /// go with it (``crossOriginRedirectHeaders``).
+        public var allowsInsecureRedirects: Bool
 
         /// The default ``sensitiveQueryItems``: `token`, `access_token`, `refresh_token`,
         /// `id_token`, `api_key`, `apikey`, `key`, `signature`, `sig`, `password`, `passwd`, `pass`,
@@ -83,6 +109,15 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         /// log line, error and fetcher follows.
         public static var defaultSensitiveQueryItems: Set<String> { Redaction.defaultSensitiveQueryItems }
 
+        /// The header fields that follow every redirect, to another origin too, in lower case:
+        /// the CORS-safelisted request fields `accept`, `accept-language`, `content-language` and
+        /// `range`; `user-agent`; the request's cache directives `cache-control` and `pragma`; and
+        /// the conditional fields `if-none-match`, `if-modified-since`, `if-match`,
+        /// `if-unmodified-since` and `if-range` (a revalidation's validators come from the response
+        /// the chain ended on). None of them says who is asking; add your own with
+        /// ``crossOriginRedirectHeaders``.
+        public static var redirectSafelistedHeaders: Set<String> { RedirectRules.safelistedFields }
+
         /// Creates a configuration.
         /// - Parameters:
         ///   - maximumBodySize: The most bytes a decoded body may have; `64 MiB` by default, `nil`
@@ -94,18 +129,26 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         ///   - cachePolicy: The HTTP caching rules; a private cache's by default, `nil` for none.
         ///   - validationRetention: How long a stale response is kept to be revalidated; `1 day`
         ///     by default.
+        ///   - crossOriginRedirectHeaders: The names of your fields that also follow a redirect to
+        ///     another origin; none by default.
+        ///   - allowsInsecureRedirects: Whether a redirect from `https` to `http` is followed;
+        ///     `false` by default.
         public init(
             maximumBodySize: Int? = 64 << 20,
             requestTimeout: Duration? = .seconds(60),
             sensitiveQueryItems: Set<String> = Configuration.defaultSensitiveQueryItems,
             cachePolicy: HTTPCachePolicy? = .fetcherDefault,
-            validationRetention: Duration = .seconds(86_400)
+            validationRetention: Duration = .seconds(86_400),
+            crossOriginRedirectHeaders: Set<String> = [],
+            allowsInsecureRedirects: Bool = false
         ) {
             self.maximumBodySize = maximumBodySize
             self.requestTimeout = requestTimeout
             self.sensitiveQueryItems = sensitiveQueryItems
             self.cachePolicy = cachePolicy
             self.validationRetention = validationRetention
+            self.crossOriginRedirectHeaders = crossOriginRedirectHeaders
+            self.allowsInsecureRedirects = allowsInsecureRedirects
         }
     }
 
@@ -113,6 +156,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     public let url: URL?
     /// The header fields sent with every request (their `Cache-Control` and `Pragma` are the
     /// request's cache directives, and the fields a response's `Vary` names are compared with them).
+    /// Each fetch checks them first: one that cannot be sent as given throws `invalidKey`.
     public let headers: HTTPHeaderFields
     /// The fetcher's limits, and the secrets its errors hide.
     public let configuration: Configuration
@@ -125,7 +169,8 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// Creates a fetcher.
     /// - Parameters:
     ///   - url: The URL to request whatever the key; `nil` (the default) requests the key as a URL.
-    ///   - headers: The header fields of every request; none by default.
+    ///   - headers: The header fields of every request; none by default. A name must be a token
+    ///     and a value free of control characters but tabs, or each fetch throws `invalidKey`.
     ///   - session: `nil` (the default) or `NetworkFetcherSession.shared` for the fetcher's own
     ///     transfers through libcurl, each body counted as it is decoded. Another `URLSession` (one
     ///     with a delegate, say) runs the requests instead: it collects each body whole before the
@@ -172,8 +217,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// whatever the cache rules (a `FetchingStore` calls ``fetch(_:stored:)``, which applies them).
     /// - Parameter key: The cache key; used as the URL when the fetcher has none.
     /// - Returns: The decoded body.
-    /// - Throws: `StoreError` (`invalidKey`, `invalidStatusCode`, `missingData`, `valueTooLarge`,
-    ///   `decoding`, `unavailable`, `timeout`) or `CancellationError`.
+    /// - Throws: `StoreError` (`invalidKey` for a key that is not an `http` or `https` URL or a
+    ///   header field that cannot be sent, `invalidStatusCode` for a failed status or a redirect
+    ///   that is not followed, `missingData`, `valueTooLarge`, `decoding`, `unavailable`,
+    ///   `timeout`) or `CancellationError`.
     public func fetch(_ key: String) async throws -> Value {
         let request = try request(for: key)
         let exchange = try await send(request, headers: headers)
@@ -224,7 +271,11 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         var sent = headers
         if let record, let validators = policy.validators(of: record),
            !headers.contains("If-None-Match"), !headers.contains("If-Modified-Since") {
-            for field in validators { sent.add(name: field.name, value: field.value) }
+            // A validator the origin sent with a control character in it cannot be sent back: the
+            // request goes unconditional rather than fail for as long as the entry is kept.
+            for field in validators where HeaderFieldCheck.problem(name: field.name, value: field.value) == nil {
+                sent.add(name: field.name, value: field.value)
+            }
         }
         let requestTime = clock.now()
         let exchange: Exchange
@@ -296,8 +347,10 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
         var fields: HTTPHeaderFields
     }
 
-    /// Sends a GET with `headers`, within the deadline and the body limit.
+    /// Sends a GET with `headers`, within the deadline and the body limit, once they pass
+    /// ``HeaderFieldCheck``.
     private func send(_ request: Request, headers: HTTPHeaderFields) async throws -> Exchange {
+        try HeaderFieldCheck.check(headers, shown: request.shown)
         let (data, response) = try await load(request, headers: headers)
         guard let http = response as? HTTPURLResponse else {
             throw StoreError(.unavailable, "GET \(request.shown) gave no HTTP response")
@@ -398,8 +451,12 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     /// `CurlTransfer`); a session of the caller's own collects the body whole first.
     private func transfer(_ request: Request, headers: HTTPHeaderFields) async throws -> (Data, URLResponse) {
         guard let customSession else {
+            let sensitiveQueryItems = configuration.sensitiveQueryItems.union(SensitiveQueryItems.current)
             let received = try await CurlTransfer.get(
-                request.target, headers: headers, maximumBodySize: configuration.maximumBodySize, shown: request.shown
+                request.target, headers: headers, maximumBodySize: configuration.maximumBodySize,
+                redirects: RedirectRules(configuration),
+                shown: request.shown,
+                redact: { Redaction.redactingURL($0, sensitiveQueryItems: sensitiveQueryItems) }
             )
             return (received.body, received.response)
         }

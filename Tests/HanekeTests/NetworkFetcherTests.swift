@@ -308,6 +308,12 @@ struct NetworkFetcherTests {
         #expect(configuration.maximumBodySize == 64 << 20)
         #expect(configuration.requestTimeout == .seconds(60))
         #expect(configuration.sensitiveQueryItems.isSuperset(of: ["token", "access_token", "api_key", "key", "signature", "password", "secret"]))
+        #expect(configuration.crossOriginRedirectHeaders.isEmpty)
+        #expect(!configuration.allowsInsecureRedirects)
+        #expect(NetworkFetcher<Data>.Configuration.redirectSafelistedHeaders == [
+            "accept", "accept-language", "content-language", "range", "user-agent", "cache-control", "pragma",
+            "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range",
+        ])
         #expect(NetworkFetcher<Data>().configuration == configuration)
     }
 

@@ -17,6 +17,10 @@ import Synchronization
 /// thread of ``threads``: its write callback counts the decoded bytes (libcurl hands them over at
 /// most 16 KiB at a time) and stops the transfer as soon as they pass the limit, and a bomb holds
 /// up no other transfer.
+///
+/// libcurl follows no redirect itself: it would hand every custom field to whatever host a
+/// `Location` names. ``perform(_:)`` follows them hop by hop on the same handle, each hop's URL and
+/// fields decided by ``RedirectRules``.
 enum CurlTransfer {
     /// `8 × ` the active processors, at least 32: transfers mostly wait for the network. More at
     /// once wait for a thread.
@@ -37,13 +41,26 @@ enum CurlTransfer {
         var response: HTTPURLResponse
     }
 
-    /// GETs `url` with `headers`, following redirects, and collects at most `maximumBodySize`
-    /// bytes of the body, decoded.
+    /// GETs `url` with `headers`, following redirects by `redirects`, and collects at most
+    /// `maximumBodySize` bytes of the body, decoded.
+    /// - Parameters:
+    ///   - url: The URL.
+    ///   - headers: The caller's fields, checked already (``HeaderFieldCheck``).
+    ///   - maximumBodySize: The most bytes a body may have, a redirect's too; `nil` for no limit.
+    ///   - redirects: Which redirects are followed, and with which fields.
+    ///   - shown: `url` as errors show it.
+    ///   - redact: Shows another URL (a redirect's target) as errors may.
     /// - Throws: `StoreError` (`valueTooLarge`, `timeout`, `missingData`, `unavailable`, with the
-    ///   ``Failure`` as its cause), or `CancellationError` when the calling task is cancelled: the
+    ///   ``Failure`` as its cause; `invalidStatusCode` with the redirect's status for a redirect
+    ///   that is not followed), or `CancellationError` when the calling task is cancelled: the
     ///   fetch then resumes at once, and the transfer stops at libcurl's next progress call.
-    static func get(_ url: URL, headers: HTTPHeaderFields, maximumBodySize: Int?, shown: String) async throws -> Received {
-        let transfer = Transfer(url: url, headers: headers, maximumBodySize: maximumBodySize, shown: shown)
+    static func get(
+        _ url: URL, headers: HTTPHeaderFields, maximumBodySize: Int?, redirects: RedirectRules,
+        shown: String, redact: @escaping @Sendable (String) -> String
+    ) async throws -> Received {
+        let transfer = Transfer(
+            url: url, headers: headers, maximumBodySize: maximumBodySize, redirects: redirects, shown: shown, redact: redact
+        )
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Received, any Error>) in
                 transfer.waiting(continuation)
@@ -54,7 +71,9 @@ enum CurlTransfer {
         }
     }
 
-    /// Runs the transfer on the calling thread (one of ``threads``).
+    /// Runs the transfer on the calling thread (one of ``threads``): one `curl_easy_perform` per
+    /// hop, on one handle (a redirect to the same host reuses the connection), each hop's URL and
+    /// fields decided by the transfer's ``RedirectRules``.
     private static func perform(_ transfer: Transfer) throws -> Received {
         guard initialized else {
             throw StoreError(.unavailable, "GET \(transfer.shown) failed: libcurl could not be initialized")
@@ -64,65 +83,127 @@ enum CurlTransfer {
         guard let raw = handle.raw else {
             throw StoreError(.unavailable, "GET \(transfer.shown) failed: libcurl gave no handle")
         }
+        defer {
+            curl_easy_reset(raw)
+            idleHandles.withLock { if $0.count < threads.width { $0.append(handle) } }
+        }
+        configure(raw, for: transfer)
+        var url = transfer.url
+        var headers = transfer.headers
+        var redirects = 0
+        while true {
+            transfer.startHop()
+            let hop = try send(raw, url: url, headers: headers, for: transfer)
+            guard hop.code == CURLE_OK, RedirectRules.followedStatuses.contains(hop.status), let location = hop.location else {
+                return try transfer.outcome(code: hop.code, reason: hop.reason, status: hop.status, url: url)
+            }
+            guard !transfer.isCancelled else { throw CancellationError() }
+            let answered = url == transfer.url ? "GET \(transfer.shown)" : "GET \(transfer.shown), redirected to \(transfer.redact(url.absoluteString)),"
+            guard let target = URL(string: location) else {
+                throw StoreError(
+                    .invalidStatusCode,
+                    "\(answered) answered \(hop.status) with a Location that is not a URL, which the fetcher does not follow",
+                    statusCode: hop.status
+                )
+            }
+            switch transfer.redirects.decision(from: url, to: target, headers: headers) {
+            case .refuse(let reason):
+                throw StoreError(
+                    .invalidStatusCode,
+                    "\(answered) answered \(hop.status) with a redirect to \(transfer.redact(target.absoluteString)), which the fetcher does not follow: \(reason)",
+                    statusCode: hop.status
+                )
+            case .follow(let next, let kept):
+                redirects += 1
+                guard redirects <= RedirectRules.maximumRedirects else {
+                    throw StoreError(.unavailable, "GET \(transfer.shown) was redirected more than \(RedirectRules.maximumRedirects) times")
+                }
+                url = next
+                headers = kept
+            }
+        }
+    }
+
+    /// The options every hop of `transfer` shares.
+    private static func configure(_ raw: UnsafeMutableRawPointer, for transfer: Transfer) {
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        ccurl_setopt_long(raw, CURLOPT_HTTPGET, 1)
+        // Never a signal from a resolver's timeout: the transfer runs on a thread of many.
+        ccurl_setopt_long(raw, CURLOPT_NOSIGNAL, 1)
+        ccurl_setopt_string(raw, CURLOPT_PROTOCOLS_STR, "http,https")
+        // Redirects are followed by `perform`, which decides each hop's fields (RedirectRules).
+        ccurl_setopt_long(raw, CURLOPT_FOLLOWLOCATION, 0)
+        // Every encoding this libcurl decodes is offered, and decoded here, on this thread.
+        ccurl_setopt_string(raw, CURLOPT_ACCEPT_ENCODING, "")
+        ccurl_setopt_string(raw, CURLOPT_USERAGENT, "Haneke/\(HanekeVersion.string)")
+        ccurl_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, 30_000)
+        // An idle connection: under a byte a second for 30 seconds (as the session's
+        // `timeoutIntervalForRequest` was); the whole request has its own deadline.
+        ccurl_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, 1)
+        ccurl_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, 30)
+        ccurl_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, { data, size, count, context in
+            guard let data, let context else { return ccurl_write_abort() }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : ccurl_write_abort()
+        })
+        ccurl_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
+        ccurl_setopt_data_callback(raw, CURLOPT_HEADERFUNCTION, { data, size, count, context in
+            guard let data, let context else { return ccurl_write_abort() }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : ccurl_write_abort()
+        })
+        ccurl_setopt_pointer(raw, CURLOPT_HEADERDATA, context)
+        ccurl_setopt_long(raw, CURLOPT_NOPROGRESS, 0)
+        ccurl_setopt_progress_callback(raw, { context, _, _, _, _ in
+            guard let context else { return 1 }
+            return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
+        })
+        ccurl_setopt_pointer(raw, CURLOPT_XFERINFODATA, context)
+    }
+
+    /// What one hop ended with.
+    private struct Hop {
+        var code: CURLcode
+        /// libcurl's error buffer.
+        var reason: String
+        /// `0` when the transfer failed.
+        var status: Int
+        /// For a `3xx` with a `Location`: where it leads, resolved against the hop's URL.
+        var location: String?
+    }
+
+    /// GETs `url` with `headers` on `raw`, which ``configure(_:for:)`` set up, following no redirect.
+    private static func send(_ raw: UnsafeMutableRawPointer, url: URL, headers: HTTPHeaderFields, for transfer: Transfer) throws -> Hop {
         var fields: UnsafeMutablePointer<curl_slist>?
-        for field in transfer.headers {
-            fields = curl_slist_append(fields, "\(field.name): \(field.value)")
+        defer { curl_slist_free_all(fields) }
+        for field in headers {
+            guard let appended = curl_slist_append(fields, HeaderFieldCheck.curlLine(name: field.name, value: field.value)) else {
+                throw StoreError(.outOfMemory, "GET \(transfer.shown) failed: libcurl could not allocate its list of header fields")
+            }
+            fields = appended
         }
         var errorText = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let code = errorText.withUnsafeMutableBufferPointer { errorBuffer -> CURLcode in
-            let context = Unmanaged.passUnretained(transfer).toOpaque()
-            ccurl_setopt_string(raw, CURLOPT_URL, transfer.url.absoluteString)
-            ccurl_setopt_long(raw, CURLOPT_HTTPGET, 1)
-            // Never a signal from a resolver's timeout: the transfer runs on a thread of many.
-            ccurl_setopt_long(raw, CURLOPT_NOSIGNAL, 1)
-            ccurl_setopt_string(raw, CURLOPT_PROTOCOLS_STR, "http,https")
-            ccurl_setopt_string(raw, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-            ccurl_setopt_long(raw, CURLOPT_FOLLOWLOCATION, 1)
-            ccurl_setopt_long(raw, CURLOPT_MAXREDIRS, 10)
-            // Every encoding this libcurl decodes is offered, and decoded here, on this thread.
-            ccurl_setopt_string(raw, CURLOPT_ACCEPT_ENCODING, "")
-            ccurl_setopt_string(raw, CURLOPT_USERAGENT, "Haneke/\(HanekeVersion.string)")
-            ccurl_setopt_long(raw, CURLOPT_CONNECTTIMEOUT_MS, 30_000)
-            // An idle connection: under a byte a second for 30 seconds (as the session's
-            // `timeoutIntervalForRequest` was); the whole request has its own deadline.
-            ccurl_setopt_long(raw, CURLOPT_LOW_SPEED_LIMIT, 1)
-            ccurl_setopt_long(raw, CURLOPT_LOW_SPEED_TIME, 30)
+            ccurl_setopt_string(raw, CURLOPT_URL, url.absoluteString)
             ccurl_setopt_slist(raw, CURLOPT_HTTPHEADER, fields)
             ccurl_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer.baseAddress)
-            ccurl_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, { data, size, count, context in
-                guard let data, let context else { return ccurl_write_abort() }
-                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-                return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : ccurl_write_abort()
-            })
-            ccurl_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
-            ccurl_setopt_data_callback(raw, CURLOPT_HEADERFUNCTION, { data, size, count, context in
-                guard let data, let context else { return ccurl_write_abort() }
-                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-                return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : ccurl_write_abort()
-            })
-            ccurl_setopt_pointer(raw, CURLOPT_HEADERDATA, context)
-            ccurl_setopt_long(raw, CURLOPT_NOPROGRESS, 0)
-            ccurl_setopt_progress_callback(raw, { context, _, _, _, _ in
-                guard let context else { return 1 }
-                return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
-            })
-            ccurl_setopt_pointer(raw, CURLOPT_XFERINFODATA, context)
-            return curl_easy_perform(raw)
+            let code = curl_easy_perform(raw)
+            // Neither pointer outlives this hop in the handle.
+            ccurl_setopt_pointer(raw, CURLOPT_ERRORBUFFER, nil)
+            ccurl_setopt_slist(raw, CURLOPT_HTTPHEADER, nil)
+            return code
         }
-        curl_slist_free_all(fields)
+        var hop = Hop(code: code, reason: errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, status: 0)
+        guard code == CURLE_OK else { return hop }
         var status = 0
-        var effectiveURL: UnsafePointer<CChar>?
-        if code == CURLE_OK {
-            var long = 0
-            ccurl_getinfo_long(raw, CURLINFO_RESPONSE_CODE, &long)
-            status = long
-            ccurl_getinfo_string(raw, CURLINFO_EFFECTIVE_URL, &effectiveURL)
+        ccurl_getinfo_long(raw, CURLINFO_RESPONSE_CODE, &status)
+        hop.status = status
+        var location: UnsafePointer<CChar>?
+        // Set for a 3xx with a Location while libcurl follows none itself.
+        if ccurl_getinfo_string(raw, CURLINFO_REDIRECT_URL, &location) == CURLE_OK, let location {
+            hop.location = String(cString: location)
         }
-        let finalURL = effectiveURL.flatMap { URL(string: String(cString: $0)) } ?? transfer.url
-        curl_easy_reset(raw)
-        idleHandles.withLock { if $0.count < threads.width { $0.append(handle) } }
-        let reason = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return try transfer.outcome(code: code, reason: reason, status: status, url: finalURL)
+        return hop
     }
 
     /// The error of a body that passed `maximum`, `received` bytes in.
@@ -160,29 +241,57 @@ private final class EasyHandle: @unchecked Sendable {
 /// One transfer: the fetch waiting for it, and what has arrived. libcurl's callbacks run on the
 /// transfer's thread; the fetch's cancellation comes from another thread.
 private final class Transfer: Sendable {
+    /// The URL the caller asked for (a redirect's are the hops').
     let url: URL
+    /// The caller's fields, sent to `url`.
     let headers: HTTPHeaderFields
+    let redirects: RedirectRules
     let shown: String
+    /// Shows a URL as errors may.
+    let redact: @Sendable (String) -> String
     private let maximumBodySize: Int?
     private let cancelled = Atomic<Bool>(false)
     private let state = Locked(State())
 
     private struct State {
         var continuation: CheckedContinuation<CurlTransfer.Received, any Error>?
+        /// The body of the hop under way (nothing of a redirect's).
         var body = Data()
+        /// The bytes of the hop's body received, kept or not.
         var received = 0
-        /// The fields of the last response head received (a redirect's are replaced by the next).
+        /// The status of the last response head received.
+        var status = 0
+        /// The fields of the last response head received (a `100 Continue`'s are replaced by the next).
         var fields: [(String, String)] = []
         var inHead = false
+        /// Whether the head received is a redirect's, whose body is counted and dropped.
+        var dropsBody = false
         /// Why the transfer was stopped from a callback.
         var stopped: StoreError?
     }
 
-    init(url: URL, headers: HTTPHeaderFields, maximumBodySize: Int?, shown: String) {
+    init(
+        url: URL, headers: HTTPHeaderFields, maximumBodySize: Int?, redirects: RedirectRules, shown: String,
+        redact: @escaping @Sendable (String) -> String
+    ) {
         self.url = url
         self.headers = headers
         self.maximumBodySize = maximumBodySize
+        self.redirects = redirects
         self.shown = shown
+        self.redact = redact
+    }
+
+    /// Forgets what the previous hop received.
+    func startHop() {
+        state.withLock { state in
+            state.body = Data()
+            state.received = 0
+            state.status = 0
+            state.fields = []
+            state.inHead = false
+            state.dropsBody = false
+        }
     }
 
     var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
@@ -219,7 +328,7 @@ private final class Transfer: Sendable {
                 state.body = Data()
                 return false
             }
-            state.body.append(bytes.assumingMemoryBound(to: UInt8.self))
+            if !state.dropsBody { state.body.append(bytes.assumingMemoryBound(to: UInt8.self)) }
             return true
         }
     }
@@ -233,10 +342,13 @@ private final class Transfer: Sendable {
             if line.hasPrefix("HTTP/") {
                 state.fields = []
                 state.inHead = true
+                state.status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
                 return true
             }
             guard !line.isEmpty else {
                 state.inHead = false
+                state.dropsBody = RedirectRules.followedStatuses.contains(state.status)
+                    && state.fields.contains { $0.0.lowercased() == "location" }
                 return announcedLengthFits(&state)
             }
             guard state.inHead, let colon = line.firstIndex(of: ":") else { return true }
@@ -247,12 +359,12 @@ private final class Transfer: Sendable {
         }
     }
 
-    /// Refuses a head whose `Content-Length` passes the limit, unless libcurl will follow it.
+    /// Refuses a head whose `Content-Length` passes the limit: a redirect's too, whose body is
+    /// read (and dropped) before the next hop.
     private func announcedLengthFits(_ state: inout State) -> Bool {
         guard let maximum = maximumBodySize,
               let length = state.fields.last(where: { $0.0.lowercased() == "content-length" }).flatMap({ Int($0.1) }),
-              length > maximum,
-              !state.fields.contains(where: { $0.0.lowercased() == "location" })
+              length > maximum
         else { return true }
         state.stopped = StoreError(
             .valueTooLarge,
