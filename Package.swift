@@ -123,7 +123,7 @@ let package = Package(
         .target(name: "Formats", dependencies: ["HanekeProtocols"]),
         // RFC 9111 and RFC 5861 as decisions, and responses kept in any store by them; nothing
         // from Foundation's networking.
-        .target(name: "HTTPCaching", dependencies: ["HanekeProtocols"]),
+        .target(name: "HTTPCaching", dependencies: ["HanekeProtocols", .product(name: "Logging", package: "swift-log")]),
         // `haneke proxy`: a caching reverse proxy on SwiftNIO's HTTP/1 codec. Only the tool and
         // the tests depend on it, so an app that uses Haneke builds none of it.
         .target(
@@ -295,7 +295,7 @@ let package = Package(
         .executableTarget(
             name: "HummingbirdExample",
             dependencies: [
-                "ServerExampleSupport", "HanekeHummingbird", "HanekeServiceLifecycle", "Images",
+                "ServerExampleSupport", "HanekeHummingbird", "HanekeServiceLifecycle", "Images", "MemoryStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),

@@ -5,12 +5,14 @@ import HanekeServiceLifecycle
 import Hummingbird
 import Images
 import Logging
+import MemoryStore
 import NIOCore
 import ServerExampleSupport
 
 /// A Hummingbird server whose routes go through Haneke caches: `GET /users/:id` (JSON from a
 /// `Cache`), `GET /images/:name?size=small|large` (an image resized once by `Images` and kept),
-/// `POST /sessions?user=ID` and `GET /sessions/:id` (a `KeyValueCache`). Errors of the caches
+/// `POST /sessions?user=ID` and `GET /sessions/:id` (a `KeyValueCache`), `GET /report` (a whole
+/// response kept by `ResponseCacheMiddleware` for as long as it says). Errors of the caches
 /// become HTTP statuses (`StoreErrorMiddleware`). Start several on one `--folder`, on other ports:
 /// they share what is on disk.
 @main
@@ -71,6 +73,14 @@ struct HummingbirdExample {
         router.get("sessions/:id") { _, context -> String in
             try await caches.session(try context.parameters.require("id")).user
         }
+        // Whole responses, kept as HTTP says (a shared cache's rules): the route runs once a minute
+        // at most, and every answer says what the cache did in `Cache-Status`.
+        router.group("report")
+            .add(middleware: ResponseCacheMiddleware(storage: MemoryStore<String, Data>(costLimit: 16 << 20)))
+            .get { _, _ -> Response in
+                let page = "report made at \(Date().timeIntervalSince1970)\n"
+                return Response(status: .ok, headers: [.cacheControl: "public, max-age=60"], body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+            }
         var logger = Logger(label: "example")
         logger.logLevel = .warning
         let app = Application(

@@ -43,6 +43,12 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
     /// Records decoded lately, by key: a hit whose metadata is the same bytes is not decoded again.
     private let decoded = DecodedRecords(limit: 4_096)
 
+    /// `[]` by default: request fields, beside those a response's `Vary` names, whose values select
+    /// a stored response (lower-case names): a front end that passes such a field to the origin
+    /// (`X-Forwarded-Host`, say) keys its responses by it, so that one client's value never
+    /// answers another's.
+    public var keyedFields: [String] = []
+
     /// `1 day` by default: how long a stale response is kept past its freshness and stale windows
     /// when it has a validator (`ETag` or `Last-Modified`) to be revalidated with, or may be served
     /// while the origin cannot be reached (``HTTPCachePolicy/mayServeStaleWhenDisconnected(_:)``).
@@ -133,7 +139,8 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
         } catch {
             return nil   // fields too large to keep: served, not stored
         }
-        let names = stored.headers.listMembers(for: "Vary").map { $0.lowercased() }
+        var names = stored.headers.listMembers(for: "Vary").map { $0.lowercased() }
+        for name in keyedFields.map({ $0.lowercased() }) where !names.contains(name) { names.append(name) }
         guard !names.isEmpty else {
             try await storage.setEntry(StoreEntry(value: response.body, expiresAt: expiry, metadata: metadata), forKey: request.uri)
             return stored
@@ -152,7 +159,8 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
 
     /// Applies a `304 Not Modified` to a hit that was validated: its fields update the stored
     /// response (RFC 9111 §3.2), whose age starts again, and the record is written back without
-    /// its body.
+    /// its body. When the updated response may no longer be stored (the 304 said `private` or
+    /// `no-store`, say), the entry is removed and the updated record only returned.
     /// - Parameters:
     ///   - hit: The hit that was validated.
     ///   - notModified: The 304's fields.
@@ -164,6 +172,11 @@ public struct HTTPCache<Storage: Store>: Sendable where Storage.Key == String, S
     public func update(_ hit: Hit, with notModified: HTTPHeaderFields, requestTime: Date, responseTime: Date) async throws -> StoredHTTPResponse? {
         guard policy.notModified(notModified, matches: hit.stored) else { return nil }
         let updated = policy.updating(hit.stored, with: notModified, requestTime: requestTime, responseTime: responseTime)
+        // Checked again as a new response to a request without credentials (a revalidation sends none).
+        guard case .store = policy.storability(of: HTTPResponse(status: updated.status, headers: updated.headers), for: HTTPCacheRequest(uri: hit.uri)) else {
+            try await storage.removeValue(forKey: hit.key)
+            return updated
+        }
         guard let expiry = policy.usefulUntil(updated, retention: validationRetention), let metadata = try? updated.encoded() else {
             try await storage.removeValue(forKey: hit.key)
             return updated

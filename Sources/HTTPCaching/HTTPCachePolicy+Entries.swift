@@ -76,6 +76,7 @@ extension HTTPCachePolicy {
         var hash: UInt64 = 14_695_981_039_346_656_037
         func mix(_ value: UInt64) { hash = (hash ^ value) &* 1_099_511_628_211 }
         mix(kind == .shared ? 1 : 0)
+        mix(UInt64(bitPattern: Int64(relaxations.rawValue)))
         mix(heuristicFraction.bitPattern)
         mix(UInt64(bitPattern: maximumHeuristicLifetime.components.seconds))
         mix(UInt64(bitPattern: maximumHeuristicLifetime.components.attoseconds))

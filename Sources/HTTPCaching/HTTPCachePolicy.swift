@@ -11,6 +11,13 @@ import HanekeProtocols
 /// `proxy-revalidate` and `CDN-Cache-Control` (RFC 9213), refuses `private` responses, and stores a
 /// response to a request with `Authorization` only when the response allows it.
 ///
+/// A shared cache also refuses by default what RFC 9111 allows but nginx and Varnish refuse, so
+/// that nothing one client sent or received reaches another unless the origin said it may: a
+/// response with `Set-Cookie` is not stored (nor a `Set-Cookie` taken from a `304`), a response to
+/// a request with `Cookie` is stored only with an explicit lifetime, a request's `max-stale` and
+/// `stale-if-error` are ignored, and a stale response is served while the origin is unreachable
+/// only when it says `stale-if-error`. Each is a ``SharedCacheRelaxations`` an operator may allow.
+///
 /// ```swift
 /// let policy = HTTPCachePolicy(kind: .shared)
 /// let request = HTTPCacheRequest(uri: "http://127.0.0.1:8080/a")
@@ -50,16 +57,54 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         case unusable
     }
 
+    /// What a shared cache allows beyond its safe defaults: each member is something RFC 9111
+    /// permits that nginx's and Varnish's defaults refuse. A private cache (one user's) allows
+    /// them all and ignores this set.
+    public struct SharedCacheRelaxations: OptionSet, Sendable, Hashable {
+        /// The bits.
+        public var rawValue: Int
+
+        /// Creates a set from its bits.
+        /// - Parameter rawValue: The bits.
+        public init(rawValue: Int) {
+            self.rawValue = rawValue
+        }
+
+        /// Store responses that carry `Set-Cookie`, and serve the field from the shared entry to
+        /// every client (nginx: `proxy_ignore_headers Set-Cookie`). A `304`'s `Set-Cookie` is never
+        /// merged into a shared entry, allowed or not.
+        public static let storeSetCookie = SharedCacheRelaxations(rawValue: 1 << 0)
+        /// Give a heuristic lifetime (from `Last-Modified`, or ``HTTPCachePolicy/unspecifiedLifetime``)
+        /// to a response to a request with `Cookie`; without it such a response is stored only with
+        /// `s-maxage`, `max-age` or `Expires`.
+        public static let heuristicLifetimeWithCookies = SharedCacheRelaxations(rawValue: 1 << 1)
+        /// Honour a request's `max-stale` and `stale-if-error`: serve a stale shared response because
+        /// one client asked for it.
+        public static let clientStaleness = SharedCacheRelaxations(rawValue: 1 << 2)
+        /// Let a request's `no-cache` (or `max-age=0`, `Pragma: no-cache`) replace a fresh shared
+        /// response with whatever the origin answers it; without it such a request is revalidated and
+        /// answered, and the fresh response stays unless the origin answered `304`.
+        public static let clientRefresh = SharedCacheRelaxations(rawValue: 1 << 3)
+
+        /// Every relaxation: RFC 9111's shared cache, as before these defaults.
+        public static let all: SharedCacheRelaxations = [.storeSetCookie, .heuristicLifetimeWithCookies, .clientStaleness, .clientRefresh]
+    }
+
     /// `.private` by default: whose cache this is.
     public var kind: Kind { didSet { fingerprint = computedFingerprint } }
+    /// `[]` (none) by default: what a shared cache allows beyond its safe defaults; ignored by a
+    /// private cache.
+    public var relaxations: SharedCacheRelaxations { didSet { fingerprint = computedFingerprint } }
     /// `0.1` by default: a response without an explicit lifetime that may get a heuristic one stays
     /// fresh for this fraction of the time since its `Last-Modified` (RFC 9111 §4.2.2).
     public var heuristicFraction: Double { didSet { fingerprint = computedFingerprint } }
     /// `1 day` by default: the longest heuristic lifetime.
     public var maximumHeuristicLifetime: Duration { didSet { fingerprint = computedFingerprint } }
-    /// `true` by default: when the origin cannot be reached at all (no response), a stale response
-    /// may be served unless a directive forbids serving it stale (RFC 9111 §4.2.4 allows this to
-    /// a disconnected cache); see ``mayServeStaleWhenDisconnected(_:)``.
+    /// `true` by default for a private cache, `false` for a shared one: when the origin cannot be
+    /// reached at all (no response), a stale response may be served unless a directive forbids
+    /// serving it stale (RFC 9111 §4.2.4 allows this to a disconnected cache); see
+    /// ``mayServeStaleWhenDisconnected(_:)``. A shared cache serves stale on an error only where the
+    /// response's `stale-if-error` allows it unless this is set (nginx: `proxy_cache_use_stale`).
     public var servesStaleWhenDisconnected: Bool { didSet { fingerprint = computedFingerprint } }
     /// `nil` (none) by default: the lifetime of a heuristically cacheable response that says
     /// nothing of its freshness (no `max-age`, `Expires` or `Last-Modified`). RFC 9111 §4.2.2 leaves
@@ -84,20 +129,34 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     ///     lasts; `0.1` by default.
     ///   - maximumHeuristicLifetime: The longest heuristic lifetime; `1 day` by default.
     ///   - servesStaleWhenDisconnected: Whether a stale response may be served when the origin
-    ///     cannot be reached and no directive forbids it; `true` by default.
+    ///     cannot be reached and no directive forbids it; `nil` (the default) for `true` in a
+    ///     private cache and `false` in a shared one.
     ///   - unspecifiedLifetime: The lifetime of a heuristically cacheable response with no
     ///     freshness information at all; `nil` (none) by default.
+    ///   - relaxations: What a shared cache allows beyond its safe defaults; none by default.
     public init(
         kind: Kind = .private, heuristicFraction: Double = 0.1, maximumHeuristicLifetime: Duration = .seconds(86_400),
-        servesStaleWhenDisconnected: Bool = true, unspecifiedLifetime: Duration? = nil
+        servesStaleWhenDisconnected: Bool? = nil, unspecifiedLifetime: Duration? = nil, relaxations: SharedCacheRelaxations = []
     ) {
         self.kind = kind
+        self.relaxations = relaxations
         self.heuristicFraction = heuristicFraction
         self.maximumHeuristicLifetime = maximumHeuristicLifetime
-        self.servesStaleWhenDisconnected = servesStaleWhenDisconnected
+        self.servesStaleWhenDisconnected = servesStaleWhenDisconnected ?? (kind == .private)
         self.unspecifiedLifetime = unspecifiedLifetime
         fingerprint = computedFingerprint
     }
+
+    /// Whether this cache allows `relaxation`: a private cache allows every one.
+    /// - Parameter relaxation: A relaxation of the shared cache's defaults.
+    /// - Returns: `true` when the cache is private or `relaxations` holds it.
+    public func allows(_ relaxation: SharedCacheRelaxations) -> Bool {
+        kind == .private || relaxations.contains(relaxation)
+    }
+
+    /// The request fields that carry one client's credentials: a shared cache's revalidation of a
+    /// stored response sends none of them.
+    public static let credentialFields: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     /// The status codes whose responses may get a heuristic lifetime (RFC 9110 §15.1).
     public static let heuristicallyCacheableStatusCodes: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
@@ -141,12 +200,18 @@ public struct HTTPCachePolicy: Sendable, Hashable {
                !(directives.isPublic || directives.contains("s-maxage") || directives.mustRevalidate) {
                 return .doNotStore(reason: "the request had Authorization, and the response allows no shared cache to keep it")
             }
+            if !relaxations.contains(.storeSetCookie), response.headers.contains("Set-Cookie") {
+                return .doNotStore(reason: "a shared cache does not store a response with Set-Cookie")
+            }
         }
         if response.headers.listMembers(for: "Vary").contains("*") {
             return .doNotStore(reason: "Vary: * never matches another request")
         }
-        let explicit = directives.isPublic || (kind == .private && directives.isPrivate) || directives.contains("max-age")
-            || (kind == .shared && directives.contains("s-maxage")) || response.headers.contains("Expires")
+        let lifetime = directives.contains("max-age") || (kind == .shared && directives.contains("s-maxage")) || response.headers.contains("Expires")
+        if !lifetime, !allows(.heuristicLifetimeWithCookies), request.headers.contains("Cookie") || response.headers.contains("Set-Cookie") {
+            return .doNotStore(reason: "a shared cache stores a response to a request with Cookie only with s-maxage, max-age or Expires")
+        }
+        let explicit = lifetime || directives.isPublic || (kind == .private && directives.isPrivate)
         guard explicit || Self.heuristicallyCacheableStatusCodes.contains(status) else {
             return .doNotStore(reason: "status \(status) has no explicit lifetime and is not heuristically cacheable")
         }
@@ -289,13 +354,17 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     ///   background), validate it first, or forward the request as for a miss.
     public func reuse(of stored: StoredHTTPResponse, for request: HTTPCacheRequest, at now: Date) -> Reuse {
         guard variantMatches(stored, request) else { return .unusable }
+        // Kept by a policy that stored Set-Cookie: never served by one that does not.
+        if !allows(.storeSetCookie), stored.headers.contains("Set-Cookie") { return .unusable }
         let directives = directives(of: stored)
         let requestDirectives = CacheControl(request.headers)
         let age = currentAge(of: stored, at: now)
         let lifetime = freshnessLifetime(of: stored)
         let staleness = age - lifetime
         let mayServeStale = !forbidsServingStale(directives)
-        let staleIfError = max(directives.staleIfError ?? -1, requestDirectives.staleIfError ?? -1)
+        // A shared cache serves stale on a client's say-so only where the operator allows it.
+        let clientStaleness = allows(.clientStaleness)
+        let staleIfError = max(directives.staleIfError ?? -1, clientStaleness ? requestDirectives.staleIfError ?? -1 : -1)
         let validate = Reuse.validate(servableOnError: mayServeStale && staleIfError >= 0 && staleness <= Double(staleIfError))
         let pragmaNoCache = !request.headers.contains("Cache-Control")
             && request.headers.listMembers(for: "Pragma").contains { $0.lowercased() == "no-cache" }
@@ -307,9 +376,30 @@ public struct HTTPCachePolicy: Sendable, Hashable {
             return .fresh
         }
         guard mayServeStale else { return validate }
-        if let maxStale = requestDirectives.maxStale, staleness <= Double(maxStale) { return .staleAccepted }
+        if clientStaleness, let maxStale = requestDirectives.maxStale, staleness <= Double(maxStale) { return .staleAccepted }
         if let window = directives.staleWhileRevalidate, staleness <= Double(window) { return .staleWhileRevalidate }
         return validate
+    }
+
+    /// Whether `stored` is fresh at `now` by its own lifetime, whatever a request asks.
+    /// - Parameters:
+    ///   - stored: The stored response.
+    ///   - now: The current time.
+    /// - Returns: `true` while its age is below its freshness lifetime.
+    public func isFresh(_ stored: StoredHTTPResponse, at now: Date) -> Bool {
+        currentAge(of: stored, at: now) < freshnessLifetime(of: stored)
+    }
+
+    /// Whether a full response that a validation of `stored` brought may replace it: always, unless
+    /// a shared cache validated a response that was still fresh (and not `no-cache`) only because
+    /// one client's request asked (`no-cache`, `max-age`, `min-fresh`) and the operator does not
+    /// allow ``SharedCacheRelaxations/clientRefresh``: then the answer goes to that client alone.
+    /// - Parameters:
+    ///   - stored: The stored response that was validated.
+    ///   - now: When the validation was sent.
+    /// - Returns: `true` when the new response may be stored in its place.
+    public func mayBeReplaced(_ stored: StoredHTTPResponse, at now: Date) -> Bool {
+        allows(.clientRefresh) || directives(of: stored).noCache || !isFresh(stored, at: now)
     }
 
     /// Whether `stored` may be served stale when the origin cannot be reached at all: with
@@ -377,9 +467,10 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     }
 
     /// `stored` updated by a `304` (RFC 9111 §3.2): each field the 304 carries replaces the stored
-    /// fields of its name, except hop-by-hop fields and `Content-Length`; the exchange's times
-    /// become the stored response's, and a stored `Age` the 304 does not repeat is dropped, so its
-    /// age starts again.
+    /// fields of its name, except hop-by-hop fields, `Content-Length` and, in a shared cache,
+    /// `Set-Cookie` (one client's cookie never joins a shared entry); the exchange's times become
+    /// the stored response's, and a stored `Age` the 304 does not repeat is dropped, so its age
+    /// starts again.
     /// - Parameters:
     ///   - stored: The stored response.
     ///   - notModified: The 304's header fields.
@@ -390,7 +481,8 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         var updated = stored
         let fields = Self.withoutHopByHopFields(notModified)
         var replaced = Set<String>()
-        for field in fields.fields where !HTTPHeaderFields.namesMatch(field.name, "Content-Length") {
+        for field in fields.fields where !HTTPHeaderFields.namesMatch(field.name, "Content-Length")
+            && !(kind == .shared && HTTPHeaderFields.namesMatch(field.name, "Set-Cookie")) {
             let name = field.name.lowercased()
             if replaced.insert(name).inserted { updated.headers.remove(name: field.name) }
             updated.headers.add(name: field.name, value: field.value)

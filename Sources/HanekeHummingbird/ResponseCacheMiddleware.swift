@@ -12,12 +12,21 @@ import NIOCore
 /// `s-maxage`, `stale-while-revalidate`, `stale-if-error`, `Vary`, …), and the middleware answers
 /// later requests from the cache for that long, with `Age`, without running the route.
 ///
-/// The shared-cache rules hold: `private` and `no-store` responses are never kept, nor a response
-/// to a request with `Authorization` unless it says `public`, `s-maxage` or `must-revalidate`; a
-/// request's `If-None-Match` or `If-Modified-Since` that holds for the stored response gets a `304`;
-/// a stale response is run through the route again, and served stale instead when the route fails
-/// and `stale-if-error` allows it; a successful `POST`, `PUT`, `PATCH` or `DELETE` removes what is
-/// stored for its path. Each answer says what the cache did in `Cache-Status` (RFC 9211).
+/// It answers through the same ``HTTPCacheFrontEnd`` as `haneke proxy`, so the rules and the
+/// `Cache-Status` field (RFC 9211: `haneke; hit; ttl=42`, `haneke; fwd=uri-miss; fwd-status=200;
+/// stored`, `fwd=request` when the client asked for a fresh answer) are the proxy's: `private` and
+/// `no-store` responses are never kept, nor a response to a request with `Authorization` unless it
+/// says `public`, `s-maxage` or `must-revalidate`; a response with `Set-Cookie` is not kept, and a
+/// response to a request with `Cookie` only with an explicit lifetime (`max-age`, `s-maxage`,
+/// `Expires`); a client's `max-stale` is not honoured; a request's `If-None-Match` or
+/// `If-Modified-Since` that holds for the stored response gets a `304`, a single `Range` a `206`,
+/// `only-if-cached` with nothing stored a `504`; a stale response is run through the route again
+/// (without the client's `Cookie` and `Authorization`), and served stale instead when the route
+/// fails and `stale-if-error` allows it; a successful `POST`, `PUT`, `PATCH` or `DELETE` removes
+/// what is stored for its path. The policy's ``HTTPCachePolicy/SharedCacheRelaxations`` relax these.
+///
+/// The key is ``keyOrigin`` and the request's path and query — never the client's `Host`, which
+/// any client may set: a route that answers by host says `Vary: Host`.
 ///
 /// The responses are kept in any store of data that keeps expiries and metadata: a memory layer,
 /// or memory in front of LZ4-compressed files so that they survive a restart.
@@ -37,10 +46,15 @@ import NIOCore
 /// }
 /// ```
 public struct ResponseCacheMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The rules, and the cache of responses they keep.
+    public let frontEnd: HTTPCacheFrontEnd<AnyStore<String, Data>>
+    /// The origin every key starts with: `http://localhost` by default.
+    public let keyOrigin: String
+
     /// The cache of responses.
-    public let cache: HTTPCache<AnyStore<String, Data>>
+    public var cache: HTTPCache<AnyStore<String, Data>> { frontEnd.cache }
     /// The largest body kept, in bytes; a larger response is served and not kept.
-    public let maximumBodySize: Int
+    public var maximumBodySize: Int { frontEnd.configuration.maximumStoredBodySize }
 
     /// Creates the middleware.
     /// - Parameters:
@@ -48,14 +62,22 @@ public struct ResponseCacheMiddleware<Context: RequestContext>: RouterMiddleware
     ///   - policy: The rules; a shared cache's (`HTTPCachePolicy(kind: .shared)`) by default.
     ///   - clock: The clock that decides ages; the system's by default.
     ///   - maximumBodySize: The largest body kept; 8 MiB by default.
+    ///   - keyOrigin: The origin every key starts with, before the request's path and query;
+    ///     `http://localhost` by default.
     public init(
         storage: some Store<String, Data>,
         policy: HTTPCachePolicy = HTTPCachePolicy(kind: .shared),
         clock: any StoreClock = SystemClock(),
-        maximumBodySize: Int = 8 << 20
+        maximumBodySize: Int = 8 << 20,
+        keyOrigin: String = "http://localhost"
     ) {
-        cache = HTTPCache(storage: storage.eraseToAnyStore(), policy: policy, clock: clock)
-        self.maximumBodySize = maximumBodySize
+        var configuration = HTTPCacheFrontEnd<AnyStore<String, Data>>.Configuration()
+        configuration.maximumStoredBodySize = maximumBodySize
+        // A route answers the method it is asked.
+        configuration.fetchesHEADAsGET = false
+        let cache = HTTPCache(storage: storage.eraseToAnyStore(), policy: policy, clock: clock)
+        frontEnd = HTTPCacheFrontEnd(cache: cache, configuration: configuration, logger: Logger(label: "haneke.hummingbird.response-cache"))
+        self.keyOrigin = keyOrigin
     }
 
     /// Answers from the cache when a stored response may answer the request; otherwise runs the
@@ -68,103 +90,33 @@ public struct ResponseCacheMiddleware<Context: RequestContext>: RouterMiddleware
     /// - Throws: What the route throws, unless a stale response may be served instead.
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let cacheRequest = HTTPCacheRequest(
-            method: request.method.rawValue,
-            uri: "http://" + (request.head.authority ?? "localhost") + request.uri.description,
+            method: request.method.rawValue, uri: keyOrigin + request.uri.description,
             headers: HTTPHeaderFields(request.headers.map { ($0.name.rawName, $0.value) })
         )
-        guard request.method == .get || request.method == .head else {
-            let response = try await next(request, context)
-            do {
-                try await cache.invalidate(after: cacheRequest, status: response.status.code, headers: Self.fields(of: response))
-            } catch {
-                context.logger.warning("Could not remove the responses stored for \(cacheRequest.uri): \(error)")
-            }
+        let answer = await frontEnd.respond(to: cacheRequest) { sent in
+            // The route sees the request as the front end sends it: a validation carries its
+            // conditions and no client's credentials.
+            var head = request.head
+            head.headerFields = Self.httpFields(sent.headers)
+            return RouteResponse(response: try await next(Request(head: head, body: request.body), context))
+        }
+        switch answer {
+        case .fromCache(let stored):
+            var headers = Self.httpFields(stored.headers)
+            // The server frames the body it sends.
+            headers[.contentLength] = nil
+            headers[.transferEncoding] = nil
+            return Response(status: .init(code: stored.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: stored.body)))
+        case .forwarded(let route, let status):
+            var response = route.response
+            response.headers.append(HTTPField(name: Self.cacheStatus, value: status.value))
             return response
+        case .failed(let error, _, _):
+            throw error
         }
-        let hit: HTTPCache<AnyStore<String, Data>>.Hit?
-        do {
-            hit = try await cache.lookup(cacheRequest)
-        } catch {
-            context.logger.warning("Could not read the response stored for \(cacheRequest.uri): \(error)")
-            hit = nil
-        }
-        guard let hit else { return try await forward(request, context, cacheRequest, next: next, status: "fwd=uri-miss") }
-        switch hit.reuse {
-        case .fresh:
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: "hit")
-        case .staleAccepted:
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: "hit; detail=max-stale")
-        case .unusable:
-            return try await forward(request, context, cacheRequest, next: next, status: "fwd=vary-miss")
-        case .staleWhileRevalidate, .validate:
-            // The route is the origin: it runs again. A response it cannot make now is served
-            // stale where the stored one allows it.
-            let servableOnError: Bool
-            if case .validate(let allowed) = hit.reuse { servableOnError = allowed } else { servableOnError = true }
-            let response: Response
-            do {
-                response = try await forward(request, context, cacheRequest, next: next, status: "fwd=stale")
-            } catch {
-                guard servableOnError else { throw error }
-                context.logger.info("Serving a stale \(cacheRequest.uri): the route failed: \(error)")
-                return serve(hit.stored, body: hit.body, for: cacheRequest, status: "hit; detail=stale-if-error")
-            }
-            if servableOnError, [500, 502, 503, 504].contains(response.status.code) {
-                return serve(hit.stored, body: hit.body, for: cacheRequest, status: "hit; detail=stale-if-error")
-            }
-            return response
-        }
-    }
-
-    /// Runs the route, and keeps its response when the rules allow and its body is small enough.
-    private func forward(
-        _ request: Request, _ context: Context, _ cacheRequest: HTTPCacheRequest,
-        next: (Request, Context) async throws -> Response, status: String
-    ) async throws -> Response {
-        let requestTime = cache.clock.now()
-        var response = try await next(request, context)
-        let responseTime = cache.clock.now()
-        let fields = Self.fields(of: response)
-        var stored = false
-        if request.method == .get,
-           case .store = cache.policy.storability(of: HTTPCaching.HTTPResponse(status: response.status.code, headers: fields), for: cacheRequest),
-           (response.body.contentLength ?? 0) <= maximumBodySize {
-            let body = try await Self.collect(response.body)
-            response.body = ResponseBody(byteBuffer: body)
-            if body.readableBytes <= maximumBodySize {
-                do {
-                    let kept = HTTPCaching.HTTPResponse(status: response.status.code, headers: fields, body: Data(body.readableBytesView))
-                    stored = try await cache.store(kept, for: cacheRequest, requestTime: requestTime, responseTime: responseTime) != nil
-                } catch {
-                    context.logger.warning("Could not keep the response for \(cacheRequest.uri): \(error)")
-                }
-            }
-        }
-        response.headers.append(HTTPField(name: Self.cacheStatus, value: "haneke; " + status + (stored ? "; stored" : "")))
-        return response
-    }
-
-    /// A stored response, or `304` when the request's own conditions hold for it.
-    private func serve(_ stored: StoredHTTPResponse, body: Data, for request: HTTPCacheRequest, status: String) -> Response {
-        let served = cache.policy.servedHeaders(of: stored, at: cache.clock.now())
-        if cache.policy.requestIsNotModified(request, by: stored) {
-            var headers = Self.httpFields(HTTPCachePolicy.notModifiedHeaders(from: served))
-            headers.append(HTTPField(name: Self.cacheStatus, value: "haneke; " + status))
-            return Response(status: .notModified, headers: headers)
-        }
-        var headers = Self.httpFields(served)
-        // The server frames the body it sends.
-        headers[.contentLength] = nil
-        headers[.transferEncoding] = nil
-        headers.append(HTTPField(name: Self.cacheStatus, value: "haneke; " + status))
-        return Response(status: .init(code: stored.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     private static var cacheStatus: HTTPField.Name { HTTPField.Name("Cache-Status")! }
-
-    private static func fields(of response: Response) -> HTTPHeaderFields {
-        HTTPHeaderFields(response.headers.map { ($0.name.rawName, $0.value) })
-    }
 
     private static func httpFields(_ fields: HTTPHeaderFields) -> HTTPFields {
         var result = HTTPFields()
@@ -173,12 +125,24 @@ public struct ResponseCacheMiddleware<Context: RequestContext>: RouterMiddleware
         }
         return result
     }
+}
 
-    /// The whole body of a response.
-    private static func collect(_ body: ResponseBody) async throws -> ByteBuffer {
+/// A route's response as the front end sees it; its body is collected only to be stored.
+struct RouteResponse: HTTPCacheOriginResponse {
+    var response: Response
+
+    var status: Int { response.status.code }
+
+    var headers: HTTPHeaderFields { HTTPHeaderFields(response.headers.map { ($0.name.rawName, $0.value) }) }
+
+    mutating func body(upTo limit: Int) async throws -> Data? {
+        if let length = response.body.contentLength, length > limit { return nil }
         let collector = Collector()
-        try await body.write(CollectingWriter(collector: collector))
-        return collector.buffer
+        try await response.body.write(CollectingWriter(collector: collector))
+        let body = collector.buffer
+        // Sent as collected, whatever is kept.
+        response.body = ResponseBody(byteBuffer: body)
+        return body.readableBytes <= limit ? Data(body.readableBytesView) : nil
     }
 }
 

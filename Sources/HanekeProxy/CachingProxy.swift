@@ -6,21 +6,18 @@ package import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// The decisions of a caching reverse proxy: each request is answered from the cache, revalidated
-/// with the upstream, or forwarded to it, by an ``HTTPCachePolicy`` (RFC 9111, RFC 5861), and
-/// each response says what happened in a `Cache-Status` field (RFC 9211).
+/// A caching reverse proxy's side of the wire: each request is answered through an
+/// ``HTTPCacheFrontEnd`` (the rules: RFC 9111, RFC 5861, `Cache-Status`), whose origin is the
+/// upstream server, at most ``Configuration-swift.struct/maximumConcurrentFetches`` exchanges at
+/// once.
 ///
-/// - Stored responses are served with their `Age`; a request's own `If-None-Match` or
-///   `If-Modified-Since` is answered `304` from the cache; a `HEAD` is answered by a stored `GET`,
-///   and a single byte range by a stored whole `200` (`206`).
-/// - A stale response is revalidated with a conditional request (`If-None-Match`,
-///   `If-Modified-Since`); a `304` updates it. Within `stale-while-revalidate` it is served at once
-///   and revalidated in the background, once per entry at a time; within `stale-if-error` it is
-///   served when the upstream fails or answers `500`, `502`, `503` or `504`.
-/// - A successful unsafe request (`POST`, `PUT`, `DELETE`, …) invalidates its target and the
-///   same-origin `Location` and `Content-Location`.
-/// - Everything else goes to the upstream as it came, without hop-by-hop fields and with the
-///   upstream's `Host`; at most ``Configuration-swift.struct/maximumConcurrentFetches`` at once.
+/// The key is what reaches the upstream: the fields sent are those ``OutgoingFields`` makes
+/// (hop-by-hop fields dropped, the upstream's `Host`, `Via`, `X-Forwarded-For` and `Forwarded`
+/// written by the proxy, and the fields that rewrite a request at an origin — `X-Forwarded-Host`,
+/// `X-Original-URL`, `X-HTTP-Method-Override`, … — dropped unless the operator trusts or keys
+/// them), and a stored variant records them; a `GET` or `HEAD` goes without a body, and a `HEAD`
+/// miss as a `GET`. `CONNECT` and `TRACE` are answered `405`, `OPTIONS *` by the proxy itself;
+/// a `502` or `504` says nothing of the upstream, whose error goes to the log.
 package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == String, Storage.Value == Data {
     /// The proxy's limits.
     package struct Configuration: Sendable, Hashable {
@@ -32,6 +29,14 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         package var maximumConcurrentFetches = 64
         /// `64` by default: the most idle upstream connections kept for reuse.
         package var maximumIdleConnections = 64
+        /// `[]` by default: request fields from ``UntrustedFields/names`` that reach the upstream
+        /// as the client sent them although they are not in the key (lower-case names): those a
+        /// trusted front of the proxy writes. With `x-forwarded-for` (or `forwarded`) the peer is
+        /// appended to the client's value instead of replacing it.
+        package var trustedFields: Set<String> = []
+        /// `[]` by default: request fields that reach the upstream and select a stored response, as
+        /// if every response named them in `Vary` (lower-case names).
+        package var keyedFields: [String] = []
 
         /// Creates the default limits.
         package init() {}
@@ -39,23 +44,18 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
 
     /// The upstream's origin as cache keys start: `http://host:port`.
     package let upstreamOrigin: String
-    /// The cache.
-    package let cache: HTTPCache<Storage>
+    /// The rules, and the cache they keep.
+    package let frontEnd: HTTPCacheFrontEnd<Storage>
     private let upstream: UpstreamClient
+    /// How a client's fields become those sent upstream.
+    private let outgoing: OutgoingFields
     /// Reads the memory layer in front of the cache's store without a suspension, if there is one.
     private let peek: (@Sendable (String) -> StoreEntry<Data>?)?
     private let gate: FetchGate
     private let logger: Logger
-    /// The entries being revalidated in the background.
-    private let revalidating = Mutex<Set<String>>([])
-    private let background = Mutex(Background())
 
-    /// The background revalidations running, and those that ended before they were recorded.
-    private struct Background {
-        var tasks: [Int: Task<Void, Never>] = [:]
-        var endedEarly: Set<Int> = []
-    }
-    private let nextTask = Atomic<Int>(0)
+    /// The cache.
+    package var cache: HTTPCache<Storage> { frontEnd.cache }
 
     /// Creates a proxy in front of `upstream`.
     /// - Parameters:
@@ -73,12 +73,19 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         peek: (@Sendable (String) -> StoreEntry<Data>?)? = nil, logger: Logger = Logger(label: "haneke.proxy")
     ) throws {
         guard upstream.scheme == "http", let host = upstream.host, !host.isEmpty else {
-            throw StoreError(.invalidKey, "The upstream \(upstream.absoluteString) is not an http URL with a host (https upstreams are not supported)")
+            throw StoreError(.invalidKey, "The upstream \(Redaction.redactingURL(upstream.absoluteString)) is not an http URL with a host (https upstreams are not supported)")
         }
         let port = upstream.port ?? 80
         let authority = upstream.port.map { "\(host):\($0)" } ?? host
         self.upstreamOrigin = "http://\(authority)"
-        self.cache = cache
+        var cache = cache
+        cache.keyedFields = configuration.keyedFields.map { $0.lowercased() }
+        var frontEndConfiguration = HTTPCacheFrontEnd<Storage>.Configuration()
+        frontEndConfiguration.maximumStoredBodySize = configuration.maximumBodySize
+        self.frontEnd = HTTPCacheFrontEnd(cache: cache, configuration: frontEndConfiguration, logger: logger)
+        self.outgoing = OutgoingFields(
+            authority: authority, trusted: Set(configuration.trustedFields.map { $0.lowercased() }).union(cache.keyedFields)
+        )
         self.upstream = UpstreamClient(
             host: host, port: port, authority: authority, group: group, maximumBodySize: configuration.maximumBodySize,
             timeout: configuration.upstreamTimeout, maximumIdleConnections: configuration.maximumIdleConnections
@@ -96,11 +103,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
 
     /// Waits for the background revalidations started so far.
     package func waitForRevalidations() async {
-        while true {
-            let tasks = background.withLock { Array($0.tasks.values) }
-            if tasks.isEmpty { return }
-            for task in tasks { await task.value }
-        }
+        await frontEnd.waitForRevalidations()
     }
 
     // MARK: - Answering
@@ -109,36 +112,19 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     /// - Parameter request: The client's request.
     /// - Returns: The response to send, with its `Cache-Status`.
     package func respond(to request: ProxyRequest) async -> ProxyResponse {
-        let cacheRequest = HTTPCacheRequest(method: request.method, uri: upstreamOrigin + Self.pathAndQuery(of: request.target), headers: request.headers)
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return await forward(request, cacheRequest, status: CacheStatus(forward: "method"))
-        }
-        let hit: HTTPCache<Storage>.Hit?
-        do {
-            hit = try await cache.lookup(cacheRequest)
-        } catch {
-            logger.warning("Reading the cache for \(cacheRequest.uri) failed: \(error)")
-            hit = nil
-        }
-        let onlyIfCached = CacheControl(request.headers).onlyIfCached
-        guard let hit else {
-            if onlyIfCached { return Self.gatewayTimeout(CacheStatus(forward: "uri-miss", detail: "only-if-cached")) }
-            return await forward(request, cacheRequest, status: CacheStatus(forward: "uri-miss"))
-        }
-        switch hit.reuse {
-        case .fresh:
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true))
-        case .staleAccepted:
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: "max-stale"))
-        case .staleWhileRevalidate:
-            revalidateInBackground(hit, request, cacheRequest)
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: "stale-while-revalidate"))
-        case .validate(let servableOnError):
-            if onlyIfCached { return Self.gatewayTimeout(CacheStatus(forward: "stale", detail: "only-if-cached")) }
-            return await validate(hit, request, cacheRequest, servableOnError: servableOnError)
-        case .unusable:
-            if onlyIfCached { return Self.gatewayTimeout(CacheStatus(forward: "vary-miss", detail: "only-if-cached")) }
-            return await forward(request, cacheRequest, status: CacheStatus(forward: "vary-miss"))
+        if let answer = Self.answeredByTheProxy(request) { return answer }
+        let cacheRequest = self.cacheRequest(for: request)
+        let body = request.method == "GET" || request.method == "HEAD" ? nil : request.body
+        let answer = await frontEnd.respond(
+            to: cacheRequest, origin: { try await self.exchange($0, body: body) }, background: { try await self.exchange($0, body: nil) }
+        )
+        switch answer {
+        case .fromCache(let response):
+            return ProxyResponse(response)
+        case .forwarded(let response, let status):
+            return forwarded(response, to: request.method, status: status)
+        case .failed(let error, let status, let gatewayTimeout):
+            return badGateway(error, cacheRequest, status, gatewayTimeout: gatewayTimeout)
         }
     }
 
@@ -149,179 +135,69 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     /// - Returns: The response, or `nil`.
     package func respondAtOnce(to request: ProxyRequest) -> ProxyResponse? {
         guard let peek, request.method == "GET" || request.method == "HEAD" else { return nil }
-        let cacheRequest = HTTPCacheRequest(method: request.method, uri: upstreamOrigin + Self.pathAndQuery(of: request.target), headers: request.headers)
-        guard let hit = cache.lookup(cacheRequest, reading: peek) else { return nil }
-        switch hit.reuse {
-        case .fresh:
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true))
-        case .staleAccepted:
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: "max-stale"))
-        case .staleWhileRevalidate, .validate, .unusable:
-            return nil
-        }
+        let uri = upstreamOrigin + Self.pathAndQuery(of: request.target)
+        let fields = outgoing.fieldsForLookup(of: request) ?? outgoing.fields(for: request, bodiless: true)
+        return frontEnd.respondAtOnce(to: HTTPCacheRequest(method: request.method, uri: uri, headers: fields), reading: peek).map(ProxyResponse.init)
     }
 
-    /// A stored response served for `request`: `304` when the request's own conditions hold for
-    /// it, a byte range of it for a single `Range`, no body for `HEAD`.
-    private func serve(_ stored: StoredHTTPResponse, body: Data, for request: HTTPCacheRequest, status: CacheStatus) -> ProxyResponse {
-        let now = cache.clock.now()
-        var headers = cache.policy.servedHeaders(of: stored, at: now)
-        var status = status
-        status.ttl = Int((cache.policy.freshnessLifetime(of: stored) - cache.policy.currentAge(of: stored, at: now)).rounded(.down))
-        if cache.policy.requestIsNotModified(request, by: stored) {
-            var notModified = HTTPCachePolicy.notModifiedHeaders(from: headers)
-            notModified.add(name: "Cache-Status", value: status.value)
-            return ProxyResponse(status: 304, headers: notModified, body: ByteBuffer(), interim: [])
-        }
-        headers.add(name: "Cache-Status", value: status.value)
-        if request.method == "GET", stored.status == 200, let range = request.headers["Range"], Self.ifRangeHolds(request, for: stored),
-           let (lower, upper) = ByteRanges.single(range, length: body.count) {
-            headers.remove(name: "Content-Length")
-            headers.replaceOrAdd(name: "Content-Range", value: "bytes \(lower)-\(upper)/\(body.count)")
-            headers.add(name: "Content-Length", value: String(upper - lower + 1))
-            return ProxyResponse(status: 206, headers: headers, body: ByteBuffer(bytes: body[body.startIndex + lower...body.startIndex + upper]), interim: [])
-        }
-        headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
-        let sent = request.method == "HEAD" || stored.status == 204 ? ByteBuffer() : ByteBuffer(bytes: body)
-        return ProxyResponse(status: stored.status, headers: headers, body: sent, interim: [])
+    /// The request as the cache and the upstream see it: the client's method, the upstream's URI
+    /// of its path and query, and the fields ``OutgoingFields`` makes.
+    private func cacheRequest(for request: ProxyRequest) -> HTTPCacheRequest {
+        let bodiless = request.method == "GET" || request.method == "HEAD"
+        return HTTPCacheRequest(
+            method: request.method, uri: upstreamOrigin + Self.pathAndQuery(of: request.target),
+            headers: outgoing.fields(for: request, bodiless: bodiless)
+        )
     }
 
-    /// Whether a request's `If-Range` (if any) names the stored response: its strong entity tag, or
-    /// its `Last-Modified` exactly (RFC 9110 §13.1.5). Otherwise the whole response is sent.
-    static func ifRangeHolds(_ request: HTTPCacheRequest, for stored: StoredHTTPResponse) -> Bool {
-        guard let condition = request.headers["If-Range"]?.trimmingCharacters(in: .whitespaces) else { return true }
-        if condition.hasPrefix("\"") { return stored.headers["ETag"] == condition }
-        if condition.hasPrefix("W/") { return false }
-        return stored.headers["Last-Modified"] == condition
+    /// The answer the proxy gives itself, without the upstream: `405` to `CONNECT` and `TRACE`
+    /// (no tunnel, no echo of a request's fields), and to `OPTIONS *` the methods it passes on.
+    static func answeredByTheProxy(_ request: ProxyRequest) -> ProxyResponse? {
+        let allow = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+        if request.method == "CONNECT" || request.method == "TRACE" {
+            let text = "\(request.method) is not allowed through this proxy\n"
+            let headers: HTTPHeaderFields = [
+                "Allow": allow, "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(text.utf8.count), "Cache-Control": "no-store",
+            ]
+            return ProxyResponse(status: 405, headers: headers, body: ByteBuffer(string: text), interim: [], closesConnection: request.method == "CONNECT")
+        }
+        if request.method == "OPTIONS", request.target == "*" {
+            return ProxyResponse(status: 200, headers: ["Allow": allow, "Content-Length": "0"], body: ByteBuffer(), interim: [])
+        }
+        return nil
     }
 
-    /// Revalidates a stale hit with a conditional request, then serves what it gives.
-    private func validate(_ hit: HTTPCache<Storage>.Hit, _ request: ProxyRequest, _ cacheRequest: HTTPCacheRequest, servableOnError: Bool) async -> ProxyResponse {
-        var conditional = request
-        // A HEAD is validated with a HEAD (its answer is never stored), anything else with a GET.
-        conditional.method = request.method == "HEAD" ? "HEAD" : "GET"
-        conditional.body = nil
-        conditional.headers.removeAll { ConditionalFields.names.contains($0.lowercased()) || ConditionalFields.bodyFraming.contains($0.lowercased()) }
-        for field in cache.policy.validators(of: hit.stored) ?? HTTPHeaderFields() {
-            conditional.headers.add(name: field.name, value: field.value)
-        }
-        let requestTime = cache.clock.now()
-        let response: UpstreamResponse
-        do {
-            response = try await exchange(conditional)
-        } catch {
-            if servableOnError || cache.policy.mayServeStaleWhenDisconnected(hit.stored) {
-                logger.info("Serving a stale \(cacheRequest.uri): revalidating it failed: \(error)")
-                return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: servableOnError ? "stale-if-error" : "disconnected"))
-            }
-            // A response that must not be served stale, and no origin: 504 (RFC 9111 §5.2.2.2).
-            return Self.badGateway(error, CacheStatus(forward: "stale"), status: 504)
-        }
-        let responseTime = cache.clock.now()
-        let status = Int(response.head.status.code)
-        if status == 304 {
-            do {
-                if let updated = try await cache.update(hit, with: HTTPHeaderFields(response.head.headers), requestTime: requestTime, responseTime: responseTime) {
-                    return serve(updated, body: hit.body, for: cacheRequest, status: CacheStatus(forward: "stale", forwardStatus: 304))
-                }
-            } catch {
-                logger.warning("Updating \(cacheRequest.uri) after a 304 failed: \(error)")
-            }
-            // The 304 is for another response than the one stored: ask again, unconditionally.
-            var unconditional = request
-            unconditional.headers.removeAll { ConditionalFields.names.contains($0.lowercased()) }
-            return await forward(unconditional, cacheRequest, status: CacheStatus(forward: "stale"))
-        }
-        if servableOnError, [500, 502, 503, 504].contains(status) {
-            return serve(hit.stored, body: hit.body, for: cacheRequest, status: CacheStatus(hit: true, detail: "stale-if-error"))
-        }
-        return await finish(response, for: conditional, clientMethod: request.method, cacheRequest, requestTime: requestTime, responseTime: responseTime, status: CacheStatus(forward: "stale", forwardStatus: status))
-    }
-
-    /// Revalidates a hit in the background, unless that entry already is being revalidated.
-    private func revalidateInBackground(_ hit: HTTPCache<Storage>.Hit, _ request: ProxyRequest, _ cacheRequest: HTTPCacheRequest) {
-        guard revalidating.withLock({ $0.insert(hit.key).inserted }) else { return }
-        let id = nextTask.wrappingAdd(1, ordering: .relaxed).oldValue
-        var plain = request
-        plain.method = "GET"
-        plain.headers.remove(name: "Range")
-        plain.headers.remove(name: "If-Range")
-        let task = Task {
-            _ = await self.validate(hit, plain, HTTPCacheRequest(uri: cacheRequest.uri, headers: plain.headers), servableOnError: false)
-            self.revalidating.withLock { _ = $0.remove(hit.key) }
-            self.background.withLock { background in
-                // It may end before it was recorded: then it is never recorded.
-                if background.tasks.removeValue(forKey: id) == nil { background.endedEarly.insert(id) }
-            }
-        }
-        background.withLock { background in
-            if background.endedEarly.remove(id) == nil { background.tasks[id] = task }
-        }
-    }
-
-    /// Sends `request` upstream as it came, then stores, invalidates and answers.
-    private func forward(_ request: ProxyRequest, _ cacheRequest: HTTPCacheRequest, status: CacheStatus) async -> ProxyResponse {
-        let requestTime = cache.clock.now()
-        let response: UpstreamResponse
-        do {
-            response = try await exchange(request)
-        } catch {
-            return Self.badGateway(error, status)
-        }
-        var status = status
-        status.forwardStatus = Int(response.head.status.code)
-        return await finish(response, for: request, clientMethod: request.method, cacheRequest, requestTime: requestTime, responseTime: cache.clock.now(), status: status)
-    }
-
-    /// Stores an upstream response if it may be, invalidates what an unsafe request changed, and
-    /// makes the response to send.
-    private func finish(
-        _ response: UpstreamResponse, for request: ProxyRequest, clientMethod: String, _ cacheRequest: HTTPCacheRequest,
-        requestTime: Date, responseTime: Date, status: CacheStatus
-    ) async -> ProxyResponse {
-        var status = status
+    /// An upstream response as the client gets it: without hop-by-hop fields, with a `Date`, its
+    /// length (a `HEAD` fetched as a `GET` is told the `GET`'s), its `Cache-Status`, and no body
+    /// for `HEAD`, `204` and `304`.
+    private func forwarded(_ response: UpstreamResponse, to clientMethod: String, status: HTTPCacheStatus) -> ProxyResponse {
         let code = Int(response.head.status.code)
-        let fields = HTTPHeaderFields(response.head.headers)
-        let body = Data(response.body.readableBytesView)
-        do {
-            if request.method == "GET" {
-                // Stored as the answer to what was sent (a stale HEAD is revalidated with a GET).
-                let sent = HTTPCacheRequest(method: request.method, uri: cacheRequest.uri, headers: cacheRequest.headers)
-                let stored = try await cache.store(HTTPResponse(status: code, headers: fields, body: body), for: sent, requestTime: requestTime, responseTime: responseTime)
-                status.stored = stored != nil
-            }
-            try await cache.invalidate(after: cacheRequest, status: code, headers: fields)
-        } catch {
-            logger.warning("Keeping the response for \(request.method) \(cacheRequest.uri) failed: \(error)")
-        }
-        var headers = HTTPCachePolicy.withoutHopByHopFields(fields)
-        if !headers.contains("Date") { headers.add(name: "Date", value: HTTPDate.format(responseTime)) }
-        let hasBody = clientMethod != "HEAD" && code != 204 && code != 304
-        if hasBody { headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes)) }
+        var headers = HTTPCachePolicy.withoutHopByHopFields(response.headers)
+        if !headers.contains("Date") { headers.add(name: "Date", value: HTTPDate.format(cache.clock.now())) }
+        let framed = code != 204 && code != 304
+        if framed { headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes)) }
         headers.add(name: "Cache-Status", value: status.value)
+        let hasBody = framed && clientMethod != "HEAD"
         return ProxyResponse(status: code, headers: headers, body: hasBody ? response.body : ByteBuffer(), interim: response.interim)
     }
 
-    /// One upstream exchange within the gate: the request without hop-by-hop fields, with the
-    /// upstream's `Host`.
-    private func exchange(_ request: ProxyRequest) async throws -> UpstreamResponse {
-        var headers = HTTPCachePolicy.withoutHopByHopFields(request.headers)
-        headers.replaceOrAdd(name: "Host", value: upstream.authority)
-        headers.remove(name: "Expect")   // the body is here already: nothing to wait for
-        headers.add(name: "Via", value: "1.1 haneke")
-        if let body = request.body {
+    /// One upstream exchange within the gate: `request` as the front end sends it (its URI's path
+    /// and query as the target), with `body` framed by its length.
+    private func exchange(_ request: HTTPCacheRequest, body: ByteBuffer?) async throws -> UpstreamResponse {
+        var headers = request.headers
+        if let body {
             headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
         } else if ["GET", "HEAD"].contains(request.method) {
             headers.remove(name: "Content-Length")
         } else {
             headers.replaceOrAdd(name: "Content-Length", value: "0")
         }
-        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(named: request.method), uri: Self.pathAndQuery(of: request.target), headers: headers.nio)
+        let target = request.uri.hasPrefix(upstreamOrigin) ? String(request.uri.dropFirst(upstreamOrigin.count)) : Self.pathAndQuery(of: request.uri)
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(named: request.method), uri: target.isEmpty ? "/" : target, headers: headers.nio)
         await gate.enter()
         defer { gate.leave() }
-        return try await upstream.send(head, body: request.body)
+        return try await upstream.send(head, body: body)
     }
-
 
     /// The path and query of a request target (origin-form as is; absolute-form without its origin).
     static func pathAndQuery(of target: String) -> String {
@@ -332,55 +208,21 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         return components.percentEncodedQuery.map { path + "?" + $0 } ?? path
     }
 
-    private static func badGateway(_ error: any Error, _ status: CacheStatus, status code: Int? = nil) -> ProxyResponse {
+    /// `502` (or `504` past the deadline, or for a stored response that must not be served stale)
+    /// with a fixed text: the cause, which may name the upstream's address, goes to the log only.
+    private func badGateway(_ error: any Error, _ request: HTTPCacheRequest, _ status: HTTPCacheStatus, gatewayTimeout: Bool) -> ProxyResponse {
         var status = status
         let timedOut: Bool
         if case UpstreamFailure.timedOut = error { timedOut = true } else { timedOut = false }
         status.detail = timedOut ? "upstream-timeout" : "upstream-error"
-        let answer = code ?? (timedOut ? 504 : 502)
-        let text = "\(error)\n"
+        let answer = timedOut || gatewayTimeout ? 504 : 502
+        logger.error("\(request.method) \(Redaction.redactingURL(request.uri)) answered \(answer): \(error)")
+        let text = answer == 504 ? "The upstream server did not answer in time.\n" : "The upstream server could not be reached.\n"
         let headers: HTTPHeaderFields = [
             "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(text.utf8.count),
             "Cache-Control": "no-store", "Cache-Status": status.value,
         ]
         return ProxyResponse(status: answer, headers: headers, body: ByteBuffer(string: text), interim: [])
-    }
-
-    private static func gatewayTimeout(_ status: CacheStatus) -> ProxyResponse {
-        let headers: HTTPHeaderFields = ["Content-Length": "0", "Cache-Control": "no-store", "Cache-Status": status.value]
-        return ProxyResponse(status: 504, headers: headers, body: ByteBuffer(), interim: [])
-    }
-}
-
-/// One `Cache-Status` member (RFC 9211) for this cache, `haneke`.
-struct CacheStatus: Sendable {
-    var hit = false
-    var forward: String?
-    var forwardStatus: Int?
-    var ttl: Int?
-    var stored = false
-    var detail: String?
-
-    init(hit: Bool, detail: String? = nil) {
-        self.hit = hit
-        self.detail = detail
-    }
-
-    init(forward: String, forwardStatus: Int? = nil, detail: String? = nil) {
-        self.forward = forward
-        self.forwardStatus = forwardStatus
-        self.detail = detail
-    }
-
-    var value: String {
-        var parts = ["haneke"]
-        if hit { parts.append("hit") }
-        if let forward { parts.append("fwd=\(forward)") }
-        if let forwardStatus { parts.append("fwd-status=\(forwardStatus)") }
-        if let ttl { parts.append("ttl=\(ttl)") }
-        if stored { parts.append("stored") }
-        if let detail { parts.append("detail=\(detail)") }
-        return parts.joined(separator: "; ")
     }
 }
 
@@ -428,34 +270,4 @@ final class FetchGate: Sendable {
         }
         next?.resume()
     }
-}
-
-/// Single byte ranges (RFC 9110 §14.1.2) of a stored body.
-enum ByteRanges {
-    /// The first and last byte of a `Range: bytes=…` with one satisfiable range, or `nil` (several
-    /// ranges, another unit, or none satisfiable: the whole response is sent).
-    static func single(_ value: String, length: Int) -> (Int, Int)? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes="), length > 0 else { return nil }
-        let spec = trimmed.dropFirst(6)
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
-        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
-        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
-        func number(_ text: String) -> Int? { text.isEmpty || !text.allSatisfy(\.isASCII) || !text.allSatisfy(\.isNumber) ? nil : Int(text) }
-        if first.isEmpty {
-            guard let suffix = number(last), suffix > 0 else { return nil }
-            return (max(0, length - suffix), length - 1)
-        }
-        guard let lower = number(first), lower < length else { return nil }
-        if last.isEmpty { return (lower, length - 1) }
-        guard let upper = number(last), upper >= lower else { return nil }
-        return (lower, min(upper, length - 1))
-    }
-}
-
-/// The request fields that make a request conditional (RFC 9110 §13.1).
-enum ConditionalFields {
-    static let names: Set<String> = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range"]
-    /// The fields that describe a request's body, dropped when a request is sent without one.
-    static let bodyFraming: Set<String> = ["content-length", "transfer-encoding", "expect"]
 }

@@ -12,13 +12,26 @@ package struct ProxyRequest: Sendable {
     package var headers: HTTPHeaderFields
     /// The body, if any.
     package var body: ByteBuffer?
+    /// The client's address; `nil` when unknown.
+    package var peerAddress: SocketAddress?
+
+    /// The client's IP address, as `X-Forwarded-For` writes it (made only when a request goes
+    /// upstream, not for a hit); `nil` when unknown.
+    package var peer: String? { peerAddress?.ipAddress }
 
     /// Creates a request.
-    package init(method: String = "GET", target: String, headers: HTTPHeaderFields = HTTPHeaderFields(), body: ByteBuffer? = nil) {
+    /// - Parameters:
+    ///   - method: The method; `GET` by default.
+    ///   - target: The request target as sent.
+    ///   - headers: The header fields; none by default.
+    ///   - body: The body; none by default.
+    ///   - peer: The client's IP address; unknown by default.
+    package init(method: String = "GET", target: String, headers: HTTPHeaderFields = HTTPHeaderFields(), body: ByteBuffer? = nil, peer: String? = nil) {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+        self.peerAddress = peer.flatMap { try? SocketAddress(ipAddress: $0, port: 0) }
     }
 }
 
@@ -32,6 +45,16 @@ package struct ProxyResponse: Sendable {
     package var body: ByteBuffer
     /// Informational responses to send first (such as `103 Early Hints`).
     package var interim: [HTTPResponseHead]
+    /// Whether the connection closes once this is written.
+    package var closesConnection = false
+}
+
+extension ProxyResponse {
+    /// A response the cache made, to send as it is.
+    /// - Parameter response: The response.
+    package init(_ response: HTTPResponse) {
+        self.init(status: response.status, headers: response.headers, body: ByteBuffer(bytes: response.body), interim: [])
+    }
 }
 
 extension HTTPHeaderFields {

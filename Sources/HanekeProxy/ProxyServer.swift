@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCaching
+import HanekeProtocols
 package import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -47,16 +48,17 @@ package final class ProxyServer: Sendable {
     /// The port the server listens on.
     package var port: Int { address.port ?? 0 }
 
-    /// Starts serving on `host:port` (an address; port 0 for an ephemeral one).
+    /// Starts serving on `host:port` (port 0 for an ephemeral one).
     /// - Parameters:
-    ///   - host: An IP address to listen on.
+    ///   - host: An IP address or a host name (`localhost`) to listen on.
     ///   - port: The port; 0 for any free one.
     ///   - limits: The limits.
     ///   - group: The event loops.
     ///   - respondAtOnce: Answers a request on the event loop, or returns `nil` to leave it to `respond`.
     ///   - respond: Answers each other request.
     /// - Returns: The running server.
-    /// - Throws: NIO's error when the address cannot be bound.
+    /// - Throws: `StoreError` with code `unavailable` when the address cannot be bound (in use, not
+    ///   this machine's), naming it, with the system's error as its cause.
     package static func start(
         host: String, port: Int, limits: Limits = Limits(), group: any EventLoopGroup,
         respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse? = { _ in nil },
@@ -69,7 +71,7 @@ package final class ProxyServer: Sendable {
             return decoderLimits
         }()
         let registry = ConnectionRegistry()
-        let listener = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -82,15 +84,41 @@ package final class ProxyServer: Sendable {
                         IdleStateHandler(allTimeout: TimeAmount(limits.idleTimeout)), IdleConnectionCloser(),
                     ])
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withOutboundHeaderValidation: false, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits
+                        withOutboundHeaderValidation: true, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits
                     )
                     try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, respondAtOnce: respondAtOnce, respond: respond))
                 }
             }
-            .bind(to: try SocketAddress(ipAddress: host, port: port))
-            .get()
+        let bound: any Channel
+        do {
+            // A name is resolved by getaddrinfo, which blocks: off the cooperative pool.
+            let literal = try? SocketAddress(ipAddress: host, port: port)
+            let address = if let literal { literal } else {
+                try await IOExecutor.shared.run { try SocketAddress.makeAddressResolvingHost(host, port: port) }
+            }
+            bound = try await bootstrap.bind(to: address).get()
+        } catch {
+            let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            throw StoreError(.unavailable, "Cannot listen on \(shown)", cause: error, posixCode: (error as? IOError).flatMap { POSIXErrorCode(rawValue: $0.errnoCode) })
+        }
+        let listener = bound
         guard let address = listener.localAddress else { throw CancellationError() }
         return ProxyServer(address: address, listener: listener, connections: registry)
+    }
+
+    /// The host and port of a listening address as an operator writes it: `HOST:PORT` (an address
+    /// or a name), `[IPv6]:PORT`, or `:PORT` for every IPv4 address (`0.0.0.0`).
+    /// - Parameter text: The address.
+    /// - Returns: The host and port, or `nil` when it is none of these.
+    package static func listenAddress(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+        } else if host.contains(":") {
+            return nil   // an IPv6 address needs its brackets
+        }
+        return (host.isEmpty ? "0.0.0.0" : host, port)
     }
 
     /// Stops listening, closes the connections, and returns once the listener has closed.
@@ -178,7 +206,8 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
                 refuseTooLarge(context: context, version: received.version)
                 return
             }
-            let request = ProxyRequest(method: received.method.name, target: received.uri, headers: HTTPHeaderFields(received.headers), body: body)
+            var request = ProxyRequest(method: received.method.name, target: received.uri, headers: HTTPHeaderFields(received.headers), body: body)
+            request.peerAddress = context.channel.remoteAddress
             body = nil
             if let response = respondAtOnce(request) {
                 write(response, to: received, context: context)
@@ -203,7 +232,7 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: interim.status, headers: interim.headers))), promise: nil)
         }
         var headers = response.headers.nio
-        let keepAlive = request.isKeepAlive
+        let keepAlive = request.isKeepAlive && !response.closesConnection
         if !keepAlive {
             headers.replaceOrAdd(name: "Connection", value: "close")
         } else if request.version.major == 1, request.version.minor == 0 {

@@ -6,11 +6,19 @@ import NIOPosix
 import Synchronization
 
 /// A response from the upstream server, whole.
-struct UpstreamResponse: Sendable {
+struct UpstreamResponse: HTTPCacheOriginResponse {
     var head: HTTPResponseHead
     var body: ByteBuffer
     /// The informational (1xx) responses that came before it.
     var interim: [HTTPResponseHead]
+
+    var status: Int { Int(head.status.code) }
+
+    var headers: HTTPHeaderFields { HTTPHeaderFields(head.headers) }
+
+    func body(upTo limit: Int) async throws -> Data? {
+        body.readableBytes <= limit ? Data(body.readableBytesView) : nil
+    }
 }
 
 /// Why an exchange with the upstream failed.
@@ -174,6 +182,8 @@ final class ExchangeHandler: ChannelDuplexHandler {
     private var head: HTTPResponseHead?
     private var interim: [HTTPResponseHead] = []
     private var body = ByteBuffer()
+    /// Set once the upstream sent a response to no request: the connection is closing.
+    private var unsolicited = false
 
     init(maximumBodySize: Int) {
         self.maximumBodySize = maximumBodySize
@@ -181,7 +191,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let exchange = unwrapOutboundIn(data)
-        guard pending == nil, context.channel.isActive else {
+        guard pending == nil, !unsolicited, context.channel.isActive else {
             exchange.promise.fail(UpstreamFailure.closed(started: false))
             promise?.fail(UpstreamFailure.closed(started: false) as any Error)
             return
@@ -198,6 +208,13 @@ final class ExchangeHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A byte while no exchange waits (after a response's end, or on an idle connection) is a
+        // response to no request: whatever it is, it must never be taken for the next exchange's.
+        guard pending != nil else {
+            unsolicited = true
+            context.close(promise: nil)
+            return
+        }
         switch unwrapInboundIn(data) {
         case .head(let received):
             if (100..<200).contains(received.status.code), received.status.code != 101 {

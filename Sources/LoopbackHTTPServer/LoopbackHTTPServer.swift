@@ -16,6 +16,8 @@ public final class LoopbackHTTPServer: Sendable {
         public var uri: String
         /// The header fields, in order.
         public var headers: [(String, String)] = []
+        /// The body; empty for none.
+        public var body = Data()
     }
 
     /// A response to send.
@@ -162,16 +164,18 @@ public final class LoopbackHTTPServer: Sendable {
     ) async {
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
+            var body = Data()
             for try await part in inbound {
                 switch part {
                 case .head(let requestHead):
                     head = requestHead
-                case .body:
-                    break
+                    body = Data()
+                case .body(let piece):
+                    body.append(contentsOf: piece.readableBytesView)
                 case .end:
                     guard let requestHead = head else { return }
                     received.add(1, ordering: .relaxed)
-                    let response = await handler(Request(method: requestHead.method.rawValue, uri: requestHead.uri, headers: requestHead.headers.map { ($0.name, $0.value) }))
+                    let response = await handler(Request(method: requestHead.method.rawValue, uri: requestHead.uri, headers: requestHead.headers.map { ($0.name, $0.value) }, body: body))
                     served.add(1, ordering: .relaxed)
                     let path = String(requestHead.uri.split(separator: "?", maxSplits: 1).first ?? "")
                     byPath.withLock { $0[path, default: 0] += 1 }

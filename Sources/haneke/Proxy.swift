@@ -27,6 +27,16 @@ struct Proxy: AsyncParsableCommand {
         60s answers 504. At most 64 upstream exchanges run at once, and 1024 client connections; a \
         request may have 100 header fields of 64K in all.
 
+        As a shared cache it refuses by default what nginx or Varnish refuse: a response with \
+        Set-Cookie is not stored, a response to a request with Cookie only with an explicit \
+        lifetime, a client's max-stale or stale-if-error is ignored, a stale response is served \
+        while the upstream is down only if it says stale-if-error, and a client's no-cache \
+        revalidates without replacing a fresh response. --allow relaxes each. The key is what \
+        reaches the upstream: fields that rewrite a request there (X-Forwarded-Host, \
+        X-Original-URL, X-HTTP-Method-Override, ...) are dropped unless --trust-header or \
+        --key-header names them; X-Forwarded-For and Forwarded name the client; a HEAD is \
+        fetched as a GET and a GET goes without a body. CONNECT and TRACE are answered 405.
+
         The proxy runs until SIGINT or SIGTERM, then finishes its revalidations and flushes the \
         folder. It prints one line once it listens.
         """ + ExitStatus.help
@@ -35,7 +45,7 @@ struct Proxy: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The server to forward to: an http URL (its path is ignored).", valueName: "url"))
     var upstream: String
 
-    @Option(help: ArgumentHelp("The address and port to listen on.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("The address and port to listen on: an address or a host name, or none (:8080) for every address.", valueName: "host:port"))
     var listen = "127.0.0.1:8080"
 
     @Option(name: .customLong("dir"), help: ArgumentHelp("A folder to keep responses in (created if missing).", valueName: "dir"))
@@ -47,26 +57,75 @@ struct Proxy: AsyncParsableCommand {
     @Flag(name: .customLong("private"), help: "Cache as one user's cache: keep private responses, ignore s-maxage.")
     var isPrivate = false
 
+    @Option(name: .customLong("allow"), help: ArgumentHelp(
+        "Relax a shared cache's safe default (repeatable): set-cookie (store responses with Set-Cookie), heuristic-with-cookies (heuristic lifetimes for requests with Cookie), client-staleness (honour a request's max-stale and stale-if-error), client-refresh (a request's no-cache replaces a fresh response), stale-when-disconnected (serve stale while the upstream is unreachable), or all.",
+        valueName: "relaxation"
+    ))
+    var relaxations: [Relaxation] = []
+
+    @Option(name: .customLong("trust-header"), help: ArgumentHelp(
+        "Pass a client's field that rewrites a request at the upstream (X-Forwarded-Host, X-Forwarded-For, ...) as sent, unkeyed (repeatable): for a trusted front that sets it.",
+        valueName: "name"
+    ))
+    var trustedHeaders: [String] = []
+
+    @Option(name: .customLong("key-header"), help: ArgumentHelp("Pass a client's field to the upstream and key the cache by its value (repeatable).", valueName: "name"))
+    var keyedHeaders: [String] = []
+
+    /// A relaxation of the shared cache's defaults, as `--allow` names it.
+    enum Relaxation: String, ExpressibleByArgument, CaseIterable {
+        case setCookie = "set-cookie"
+        case heuristicWithCookies = "heuristic-with-cookies"
+        case clientStaleness = "client-staleness"
+        case clientRefresh = "client-refresh"
+        case staleWhenDisconnected = "stale-when-disconnected"
+        case all
+
+        var policy: HTTPCachePolicy.SharedCacheRelaxations {
+            switch self {
+            case .setCookie: .storeSetCookie
+            case .heuristicWithCookies: .heuristicLifetimeWithCookies
+            case .clientStaleness: .clientStaleness
+            case .clientRefresh: .clientRefresh
+            case .staleWhenDisconnected: []
+            case .all: .all
+            }
+        }
+    }
+
     func run() async throws {
         guard let upstreamURL = URL(string: upstream), upstreamURL.scheme == "http", upstreamURL.host != nil else {
             throw ValidationError("--upstream must be an http URL with a host, such as http://127.0.0.1:8000 (not \(upstream))")
         }
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port) else {
-            throw ValidationError("--listen must be HOST:PORT, such as 127.0.0.1:8080 (not \(listen))")
+        guard let (host, port) = ProxyServer.listenAddress(listen) else {
+            throw ValidationError("--listen must be HOST:PORT, [IPv6]:PORT or :PORT, such as 127.0.0.1:8080 (not \(listen))")
         }
-        let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         let capacity = self.capacity.bytes
         let directory = self.directory
         let logger = Logger(label: "haneke.proxy")
         // Opening a folder and starting NIO's threads wait for the system: off the cooperative pool.
         let (storage, memory, flush) = try await IOExecutor.shared.run { try Self.makeStorage(directory: directory, capacity: capacity) }
         let group = try await IOExecutor.shared.run { MultiThreadedEventLoopGroup.singleton }
-        let cache = HTTPCache(storage: storage, policy: HTTPCachePolicy(kind: isPrivate ? .private : .shared))
-        let proxy = try CachingProxy(upstream: upstreamURL, cache: cache, group: group, peek: { memory.entry(forKey: $0) }, logger: logger)
-        let server = try await ProxyServer.start(
-            host: host, port: port, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
+        let policy = HTTPCachePolicy(
+            kind: isPrivate ? .private : .shared,
+            servesStaleWhenDisconnected: isPrivate || relaxations.contains(.staleWhenDisconnected) || relaxations.contains(.all),
+            relaxations: relaxations.reduce(into: []) { $0.formUnion($1.policy) }
         )
-        print("haneke proxy: listening on http://\(listen.hasPrefix("[") ? "[\(host)]" : host):\(server.port), upstream \(proxy.upstreamOrigin), cache \(directory ?? "in memory") (\(ByteSize.format(capacity)))")
+        var configuration = CachingProxy<AnyStore<String, Data>>.Configuration()
+        configuration.trustedFields = Set(trustedHeaders.map { $0.lowercased() })
+        configuration.keyedFields = keyedHeaders.map { $0.lowercased() }
+        let cache = HTTPCache(storage: storage, policy: policy)
+        let proxy = try CachingProxy(upstream: upstreamURL, cache: cache, group: group, configuration: configuration, peek: { memory.entry(forKey: $0) }, logger: logger)
+        let server: ProxyServer
+        do {
+            server = try await ProxyServer.start(
+                host: host, port: port, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
+            )
+        } catch {
+            await proxy.shutdown()
+            throw error
+        }
+        print("haneke proxy: listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port), upstream \(proxy.upstreamOrigin), cache \(directory ?? "in memory") (\(ByteSize.format(capacity)))")
         fflush(nil)
         await Self.waitForTermination()
         await server.shutdown()

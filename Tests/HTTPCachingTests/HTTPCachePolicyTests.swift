@@ -187,6 +187,9 @@ struct HTTPCachePolicyTests {
     }
 
     @Test func aDisconnectedCacheMayServeStaleUnlessADirectiveForbidsIt() {
+        // A shared cache does so only where its operator allows it.
+        #expect(!sharedCache.mayServeStaleWhenDisconnected(stored([("Cache-Control", "max-age=1")], policy: sharedCache)))
+        let sharedCache = HTTPCachePolicy(kind: .shared, servesStaleWhenDisconnected: true)
         #expect(sharedCache.mayServeStaleWhenDisconnected(stored([("Cache-Control", "max-age=1")], policy: sharedCache)))
         for forbidding in ["must-revalidate", "no-cache", "proxy-revalidate", "s-maxage=1"] {
             #expect(!sharedCache.mayServeStaleWhenDisconnected(stored([("Cache-Control", "max-age=1, \(forbidding)")], policy: sharedCache)), "\(forbidding)")
@@ -194,6 +197,33 @@ struct HTTPCachePolicyTests {
         #expect(privateCache.mayServeStaleWhenDisconnected(stored([("Cache-Control", "max-age=1, proxy-revalidate")])))
         let strict = HTTPCachePolicy(kind: .private, servesStaleWhenDisconnected: false)
         #expect(!strict.mayServeStaleWhenDisconnected(stored([("Cache-Control", "max-age=1")])))
+    }
+
+    @Test func aSharedCacheRefusesWhatNginxAndVarnishRefuseUnlessRelaxed() {
+        let cookie = request([("Cookie", "sid=a")])
+        let lastModified = HTTPResponse(headers: ["Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"])
+        #expect(sharedCache.storability(of: lastModified, for: cookie) != .store)
+        #expect(sharedCache.storability(of: lastModified, for: request()) == .store)
+        #expect(sharedCache.storability(of: HTTPResponse(headers: ["Cache-Control": "max-age=60"]), for: cookie) == .store)
+        #expect(sharedCache.storability(of: HTTPResponse(headers: ["Cache-Control": "max-age=60", "Set-Cookie": "a=b"]), for: request()) != .store)
+        let relaxed = HTTPCachePolicy(kind: .shared, relaxations: .all)
+        #expect(relaxed.storability(of: lastModified, for: cookie) == .store)
+        #expect(relaxed.storability(of: HTTPResponse(headers: ["Cache-Control": "max-age=60", "Set-Cookie": "a=b"]), for: request()) == .store)
+        #expect(privateCache.storability(of: lastModified, for: cookie) == .store)
+        // A client's staleness is the private cache's and the relaxed shared cache's only.
+        let response = stored([("Cache-Control", "max-age=1")], policy: sharedCache)
+        #expect(sharedCache.reuse(of: response, for: request([("Cache-Control", "max-stale")]), at: at(10)) == .validate(servableOnError: false))
+        #expect(sharedCache.reuse(of: response, for: request([("Cache-Control", "stale-if-error=60")]), at: at(10)) == .validate(servableOnError: false))
+        #expect(relaxed.reuse(of: response, for: request([("Cache-Control", "max-stale")]), at: at(10)) == .staleAccepted)
+        // A 304 never brings its Set-Cookie into a shared entry.
+        let updated = sharedCache.updating(response, with: ["Set-Cookie": "sid=x", "X-New": "1"], requestTime: at(10), responseTime: at(10))
+        #expect(updated.headers["Set-Cookie"] == nil)
+        #expect(updated.headers["X-New"] == "1")
+        #expect(privateCache.updating(response, with: ["Set-Cookie": "sid=x"], requestTime: at(10), responseTime: at(10)).headers["Set-Cookie"] == "sid=x")
+        // A fresh response a client's refresh validated stays unless relaxed.
+        #expect(!sharedCache.mayBeReplaced(response, at: at(0)))
+        #expect(sharedCache.mayBeReplaced(response, at: at(10)))
+        #expect(relaxed.mayBeReplaced(response, at: at(0)))
     }
 
     @Test func proxyRevalidateBindsOnlySharedCaches() {

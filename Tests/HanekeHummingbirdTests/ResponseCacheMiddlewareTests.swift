@@ -52,6 +52,10 @@ struct ResponseCacheMiddlewareTests {
         router.get("public") { _, _ in respond("public", cacheControl: "public, max-age=60") }
         router.get("private") { _, _ in respond("private", cacheControl: "private, max-age=60") }
         router.get("plain") { _, _ in respond("plain", cacheControl: nil) }
+        router.get("session") { _, _ in
+            respond("session", cacheControl: nil, extra: [("Set-Cookie", "sid=alice-secret"), ("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT")])
+        }
+        router.get("dashboard") { _, _ in respond("dashboard", cacheControl: nil, extra: [("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT")]) }
         router.get("tagged") { _, _ in respond("tagged", cacheControl: "max-age=60", extra: [("ETag", "\"v1\"")]) }
         router.get("varies") { request, _ in
             respond("varies", cacheControl: "max-age=60", extra: [("Vary", "Accept-Language"), ("Content-Language", request.headers[.acceptLanguage] ?? "en")])
@@ -70,13 +74,13 @@ struct ResponseCacheMiddlewareTests {
         try await makeApplication().test(.router) { client in
             try await client.execute(uri: "/public", method: .get) { response in
                 #expect(text(response) == "public run 1")
-                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; fwd=uri-miss; stored")
+                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; fwd=uri-miss; fwd-status=200; stored")
             }
             clock.advance(by: .seconds(30))
             try await client.execute(uri: "/public", method: .get) { response in
                 #expect(text(response) == "public run 1")
                 #expect(response.headers[.age] == "30")
-                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; hit")
+                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; hit; ttl=30")
             }
             clock.advance(by: .seconds(31))
             try await client.execute(uri: "/public", method: .get) { #expect(text($0) == "public run 2") }
@@ -102,6 +106,43 @@ struct ResponseCacheMiddlewareTests {
             for _ in 0..<2 { try await client.execute(uri: "/plain", method: .get) { _ in } }
         }
         #expect(runs.count("plain") == 2)
+    }
+
+    /// A route that sets no `Cache-Control`, for a user with a session: neither its page nor its
+    /// cookie reaches the next client, who asks for anything stale.
+    @Test func aPageForASessionIsNeverServedToAnotherClient() async throws {
+        try await makeApplication().test(.router) { client in
+            for route in ["/session", "/dashboard"] {
+                try await client.execute(uri: route, method: .get, headers: [.cookie: "sid=alice-secret"]) { _ in }
+                try await client.execute(uri: route, method: .get, headers: [.cacheControl: "max-stale"]) { response in
+                    #expect(response.headers[HTTPField.Name("Cache-Status")!]?.hasPrefix("haneke; fwd=uri-miss") == true)
+                    #expect(text(response).hasSuffix("run 2"))
+                }
+            }
+        }
+        #expect(runs.count("session") == 2)
+        #expect(runs.count("dashboard") == 2)
+    }
+
+    /// What the proxy does, the middleware does: one front end answers for both.
+    @Test func onlyIfCachedARangeAndARefreshAreAnsweredAsByTheProxy() async throws {
+        try await makeApplication().test(.router) { client in
+            try await client.execute(uri: "/public", method: .get, headers: [.cacheControl: "only-if-cached"]) { response in
+                #expect(response.status == .gatewayTimeout)
+                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; fwd=uri-miss; detail=only-if-cached")
+            }
+            try await client.execute(uri: "/public", method: .get) { _ in }
+            try await client.execute(uri: "/public", method: .get, headers: [.range: "bytes=0-5"]) { response in
+                #expect(response.status == .partialContent)
+                #expect(text(response) == "public")
+                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; hit; ttl=60")
+            }
+            // A client's no-cache revalidates, and says so.
+            try await client.execute(uri: "/public", method: .get, headers: [.cacheControl: "no-cache"]) { response in
+                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; fwd=request; fwd-status=200")
+            }
+        }
+        #expect(runs.count("public") == 2)
     }
 
     @Test func aConditionalRequestThatHoldsGetsA304() async throws {
@@ -145,7 +186,7 @@ struct ResponseCacheMiddlewareTests {
             try await client.execute(uri: "/fragile", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(text(response) == "fragile run 1")
-                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; hit; detail=stale-if-error")
+                #expect(response.headers[HTTPField.Name("Cache-Status")!] == "haneke; hit; ttl=-10; detail=stale-if-error")
             }
             // Past the stale window, the failure is the answer.
             clock.advance(by: .seconds(600))

@@ -44,6 +44,12 @@ struct ServerExampleTests {
             #expect(user.status == .ok)
             #expect(user.body.map { String(buffer: $0) } == #"{"id":7,"name":"User 7"}"#)
             #expect(try await one.get("/users/700").status == .notFound)
+            // A whole response kept by the response cache: the second is a hit, the same page.
+            let report = try await one.get("/report")
+            #expect(report.headers[HTTPField.Name("Cache-Status")!] == "haneke; fwd=uri-miss; fwd-status=200; stored")
+            let again = try await one.get("/report")
+            #expect(again.headers[HTTPField.Name("Cache-Status")!]?.hasPrefix("haneke; hit; ttl=") == true)
+            #expect(again.body == report.body)
             let image = try await two.get("/images/gradient.png?size=small")
             #expect(image.status == .ok)
             #expect(image.headers[.contentType] == "image/png")

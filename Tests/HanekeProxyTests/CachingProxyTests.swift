@@ -93,7 +93,8 @@ struct CachingProxyTests {
     }
 
     @Test func aStaleResponseIsServedWhenTheOriginCannotBeReachedUnlessItMustBeRevalidated() async throws {
-        try await ProxyFixture.run { fixture in
+        // A shared cache does so only where its operator allows it (a private cache by default).
+        try await ProxyFixture.run(policy: HTTPCachePolicy(kind: .shared, servesStaleWhenDisconnected: true)) { fixture in
             fixture.origin.answer(origin(200, [("Cache-Control", "max-age=1")], body: "kept"))
             _ = await fixture.get("/plain")
             fixture.origin.answer(origin(200, [("Cache-Control", "max-age=1, must-revalidate"), ("ETag", "\"s\"")], body: "strict"))
@@ -226,22 +227,22 @@ struct CachingProxyTests {
         }
     }
 
-    @Test func aStaleHEADIsRevalidatedWithAHEADWhoseAnswerIsNotStored() async throws {
+    @Test func aStaleHEADIsRevalidatedWithAGETAndAnsweredWithoutABody() async throws {
         try await ProxyFixture.run { fixture in
             fixture.origin.answer(
                 origin(200, [("Cache-Control", "max-age=1"), ("ETag", "\"v1\"")], body: "old"),
-                origin(410, [], body: ""),
                 origin(304, [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: "")
             )
             _ = await fixture.get()
             fixture.clock.advance(by: .seconds(5))
             let head = await fixture.get("/resource", method: "HEAD")
-            #expect(head.status == 410)
-            #expect(fixture.origin.requests.last?.method == "HEAD")
+            #expect(head.status == 200)
+            #expect(head.body.readableBytes == 0)
+            #expect(fixture.origin.requests.map(\.method) == ["GET", "GET"])
+            #expect(fixture.origin.requests.last?.values("If-None-Match") == ["\"v1\""])
             let get = await fixture.get()
-            #expect(get.status == 200)
             #expect(get.text == "old")
-            #expect(fixture.origin.requests.map(\.method) == ["GET", "HEAD", "GET"])
+            #expect(get.cacheStatus?.hasPrefix("haneke; hit") == true)
         }
     }
 

@@ -44,15 +44,21 @@ struct ProxyFixture: Sendable {
     let clock: TestClock
     let proxy: CachingProxy<MemoryStore<String, Data>>
 
-    /// Runs `body` with a new fixture, then shuts the origin down.
-    static func run(kind: HTTPCachePolicy.Kind = .shared, _ body: (ProxyFixture) async throws -> Void) async throws {
+    /// Runs `body` with a new fixture (a cache of `kind`, or of `policy` when given), then shuts
+    /// the origin down.
+    static func run(
+        kind: HTTPCachePolicy.Kind = .shared, policy: HTTPCachePolicy? = nil,
+        configuration: CachingProxy<MemoryStore<String, Data>>.Configuration = .init(), _ body: (ProxyFixture) async throws -> Void
+    ) async throws {
         let origin = Origin()
         let server = try await LoopbackHTTPServer.start { origin.respond(to: $0) }
         try await withServer(server, shutdown: { await $0.shutdown() }) { server in
             let clock = TestClock()
             let memory = MemoryStore<String, Data>(clock: clock)
-            let cache = HTTPCache(storage: memory, policy: HTTPCachePolicy(kind: kind), clock: clock)
-            let proxy = try CachingProxy(upstream: server.baseURL, cache: cache, group: try await sharedEventLoops(), peek: { memory.entry(forKey: $0) })
+            let cache = HTTPCache(storage: memory, policy: policy ?? HTTPCachePolicy(kind: kind), clock: clock)
+            let proxy = try CachingProxy(
+                upstream: server.baseURL, cache: cache, group: try await sharedEventLoops(), configuration: configuration, peek: { memory.entry(forKey: $0) }
+            )
             let fixture = ProxyFixture(origin: origin, server: server, clock: clock, proxy: proxy)
             do {
                 try await body(fixture)
@@ -64,9 +70,16 @@ struct ProxyFixture: Sendable {
         }
     }
 
-    /// Asks the proxy for `target`.
-    func get(_ target: String = "/resource", method: String = "GET", _ headers: [(String, String)] = []) async -> ProxyResponse {
-        await proxy.respond(to: ProxyRequest(method: method, target: target, headers: HTTPHeaderFields(headers)))
+    /// Asks the proxy for `target`, as a client at `peer`.
+    func get(_ target: String = "/resource", method: String = "GET", _ headers: [(String, String)] = [], peer: String? = nil) async -> ProxyResponse {
+        await proxy.respond(to: ProxyRequest(method: method, target: target, headers: HTTPHeaderFields(headers), peer: peer))
+    }
+}
+
+extension LoopbackHTTPServer.Request {
+    /// The values of the fields named `name`.
+    func values(_ name: String) -> [String] {
+        headers.filter { $0.0.lowercased() == name.lowercased() }.map(\.1)
     }
 }
 

@@ -52,6 +52,22 @@ struct ProxyCommandTests {
         #expect(FileManager.default.fileExists(atPath: folder.path + "/.haneke-store"))
     }
 
+    @Test func aHostNameIsListenedOnAndAPortInUseIsNamed() async throws {
+        let running = try await ChildProcess.start(ChildProcess.binary("haneke"), ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", "localhost:0"])
+        do {
+            let line = try #require(try await running.readLine())
+            #expect(line.hasPrefix("haneke proxy: listening on http://localhost:"))
+            let port = try #require(Int(line.split(separator: ":")[3].prefix { $0.isNumber }))
+            let second = try await ChildProcess.run(ChildProcess.binary("haneke"), ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", "localhost:\(port)"])
+            #expect(second.status == 3)
+            #expect(second.stderr.contains("Cannot listen on localhost:\(port): Address already in use"))
+            #expect(await running.kill(SIGTERM) == 0)
+        } catch {
+            _ = await running.kill()
+            throw error
+        }
+    }
+
     @Test func anUpstreamThatIsNotAnHTTPURLIsAUsageError() async throws {
         let run = try await ChildProcess.run(ChildProcess.binary("haneke"), ["proxy", "--upstream", "ftp://example.com", "--listen", "127.0.0.1:0"])
         #expect(run.status == 2)

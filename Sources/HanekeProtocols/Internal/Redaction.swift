@@ -1,8 +1,10 @@
 import Foundation
 
 /// Hides secrets that URLs carry — the user info (`alice:S3cr3t@`, or a lone user name, often a
-/// token) and the values of sensitive query items (`?token=…`) — wherever a URL is shown in an
-/// error message or a log line: `http://alice:***@host/path?token=***`.
+/// token) and the values of sensitive query items (`?token=…`), fragment items
+/// (`#access_token=…`, as OAuth's implicit flow writes them) and path parameters
+/// (`;jsessionid=…`) — wherever a URL is shown in an error message or a log line:
+/// `http://alice:***@host/path;jsessionid=***?token=***#access_token=***`.
 package enum Redaction {
     /// The query items whose values are hidden unless a caller names others: common names of
     /// tokens, keys, signatures and passwords, in lower case (`SensitiveQueryItems.defaults`).
@@ -12,7 +14,7 @@ package enum Redaction {
         "x-amz-signature", "x-amz-credential", "x-amz-security-token",
         "x-goog-signature", "x-goog-credential", "googleaccessid",
         "code", "session", "sessionid", "session_id", "sid", "jwt", "auth", "authorization",
-        "private_key", "credential", "credentials", "assertion", "otp",
+        "private_key", "credential", "credentials", "assertion", "otp", "jsessionid", "phpsessid",
     ]
 
     /// `url` with its secrets hidden. Textual, so that it works on what `URLComponents` refuses
@@ -40,18 +42,36 @@ package enum Redaction {
         } else {
             shown += authority
         }
-        var tail = rest[authorityEnd...]
-        guard let question = tail.firstIndex(of: "?") else { return shown + tail }
-        shown += tail[...question]
-        tail = tail[tail.index(after: question)...]
-        let queryEnd = tail.firstIndex(of: "#") ?? tail.endIndex
         let sensitive = Set(sensitiveQueryItems.map { $0.lowercased() })
-        shown += tail[..<queryEnd].split(separator: "&", omittingEmptySubsequences: false).map { item -> String in
-            guard let equals = item.firstIndex(of: "=") else { return String(item) }
-            let name = String(item[..<equals])
-            return sensitive.contains((name.removingPercentEncoding ?? name).lowercased()) ? name + "=***" : String(item)
-        }.joined(separator: "&")
-        return shown + tail[queryEnd...]
+        let tail = rest[authorityEnd...]
+        let pathEnd = tail.firstIndex { $0 == "?" || $0 == "#" } ?? tail.endIndex
+        // Path parameters: `;name=value` in any segment.
+        shown += tail[..<pathEnd].split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
+            let parts = segment.split(separator: ";", omittingEmptySubsequences: false)
+            return ([String(parts[0])] + parts.dropFirst().map { hidingValue(of: $0, sensitive) }).joined(separator: ";")
+        }.joined(separator: "/")
+        var remainder = tail[pathEnd...]
+        if remainder.first == "?" {
+            let queryEnd = remainder.firstIndex(of: "#") ?? remainder.endIndex
+            shown += "?" + items(remainder[remainder.index(after: remainder.startIndex)..<queryEnd], sensitive)
+            remainder = remainder[queryEnd...]
+        }
+        if remainder.first == "#" {
+            shown += "#" + items(remainder.dropFirst(), sensitive)
+        }
+        return shown
+    }
+
+    /// `&`-separated `name=value` items with the values of sensitive names hidden.
+    private static func items(_ text: Substring, _ sensitive: Set<String>) -> String {
+        text.split(separator: "&", omittingEmptySubsequences: false).map { hidingValue(of: $0, sensitive) }.joined(separator: "&")
+    }
+
+    /// `name=value` as it is, or `name=***` when `name` (percent-decoded, in lower case) is sensitive.
+    private static func hidingValue(of item: Substring, _ sensitive: Set<String>) -> String {
+        guard let equals = item.firstIndex(of: "=") else { return String(item) }
+        let name = String(item[..<equals])
+        return sensitive.contains((name.removingPercentEncoding ?? name).lowercased()) ? name + "=***" : String(item)
     }
 
     /// `text` as it is, unless it is a URL (it has a scheme followed by `://`): then
