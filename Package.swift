@@ -390,6 +390,7 @@ let package = Package(
             dependencies: [
                 "HanekeProxy", "HTTPCaching", "HanekeProtocols", "HanekeTesting", "MemoryStore", "LoopbackHTTPServer", "TestSupport",
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "HanekeTesting", "MemoryStore", "TestSupport"]),

@@ -11,15 +11,34 @@ import Synchronization
 /// hit in memory) is answered on the connection's event loop; any other is answered by a task.
 /// Header size and count, request bodies, idle connections and the number of connections are
 /// bounded; a request past a limit is answered `400` or `413`, or refused at the connection.
+/// Every phase of a request has a deadline (``RequestDeadlineHandler``): the head, the body's
+/// rate, the wait between requests. One peer may hold at most
+/// ``Limits-swift.struct/maximumConnectionsPerPeer`` connections; at the total, the connection
+/// idle the longest is closed to make room, and a new one is refused only when none is idle.
 ///
 /// Concurrency: each connection's state is its `ProxyConnectionHandler`'s, touched only on the
 /// connection's event loop; a task's answer is written back there. The set of open connections is
 /// one `Mutex` (`ConnectionRegistry`).
 package final class ProxyServer: Sendable {
-    /// The server's limits.
+    /// The server's limits, beside nginx's and Apache's defaults.
     package struct Limits: Sendable, Hashable {
-        /// `1024` by default: the most client connections at once; more are closed at once.
+        /// `1024` by default: the most client connections at once (nginx: `worker_connections`
+        /// 512 a worker). At the limit the connection idle the longest (waiting for its first or
+        /// next request) is closed to make room, as nginx does; a new one is closed at once only
+        /// when every connection is busy.
         package var maximumConnections = 1_024
+        /// `256` by default: the most connections from one IP address (nginx and Apache: none
+        /// without `limit_conn` or `mod_reqtimeout`'s companions); more are closed at once.
+        package var maximumConnectionsPerPeer = 256
+        /// `30 seconds` by default: the longest a request's head may take from its first byte
+        /// (nginx: `client_header_timeout` 60 s; Apache: `RequestReadTimeout header=20-40`).
+        package var headerTimeout = Duration.seconds(30)
+        /// `500` bytes a second by default: the slowest a request body may arrive, measured over
+        /// each ``bodyRateWindow`` (Apache: `MinRate=500`; nginx: `client_body_timeout` 60 s between
+        /// two reads).
+        package var minimumBodyRate = 500
+        /// `10 seconds` by default: the window over which ``minimumBodyRate`` is measured.
+        package var bodyRateWindow = Duration.seconds(10)
         /// `100` by default: the most header fields in a request; more answer `400`.
         package var maximumHeaderCount = 100
         /// `64 KiB` by default: the most bytes of header fields in a request; more answer `400`.
@@ -27,7 +46,8 @@ package final class ProxyServer: Sendable {
         /// `16 MiB` by default: the largest request body; a larger one answers `413`.
         package var maximumRequestBodySize = 16 << 20
         /// `90 seconds` by default: a connection on which nothing is read or written for this long
-        /// is closed (an idle keep-alive connection, or a client that sends nothing).
+        /// is closed (an idle keep-alive connection, or a client that sends nothing; nginx:
+        /// `keepalive_timeout` 75 s).
         package var idleTimeout = Duration.seconds(90)
 
         /// Creates the default limits.
@@ -47,6 +67,12 @@ package final class ProxyServer: Sendable {
 
     /// The port the server listens on.
     package var port: Int { address.port ?? 0 }
+
+    /// How many client connections are open.
+    package var connectionCount: Int { connections.open.count }
+
+    /// How many of them wait for a request.
+    package var idleConnectionCount: Int { connections.idleCount }
 
     /// Starts serving on `host:port` (port 0 for an ephemeral one).
     /// - Parameters:
@@ -76,12 +102,12 @@ package final class ProxyServer: Sendable {
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                guard registry.admit(channel, limit: limits.maximumConnections) else {
+                guard registry.admit(channel, limits: limits) else {
                     return channel.close()
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers([
-                        IdleStateHandler(allTimeout: TimeAmount(limits.idleTimeout)), IdleConnectionCloser(),
+                        RequestDeadlineHandler(limits: limits, registry: registry), IdleStateHandler(allTimeout: TimeAmount(limits.idleTimeout)), IdleConnectionCloser(),
                     ])
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withOutboundHeaderValidation: true, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits
@@ -128,25 +154,62 @@ package final class ProxyServer: Sendable {
     }
 }
 
-/// The server's open connections, recorded from the moment they are accepted until they close.
-private final class ConnectionRegistry: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+/// The server's open connections, recorded from the moment they are accepted until they close:
+/// each with its peer's address and, while it waits for a request, since when.
+final class ConnectionRegistry: Sendable {
+    private struct Connection {
+        var channel: any Channel
+        var peer: SocketAddress?
+        /// When it began to wait for a request; `nil` while one is read or answered.
+        var idleSince: NIODeadline?
+    }
+
+    private let connections = Mutex<[ObjectIdentifier: Connection]>([:])
 
     /// The connections open now.
-    var open: [any Channel] { channels.withLock { Array($0.values) } }
+    var open: [any Channel] { connections.withLock { $0.values.map(\.channel) } }
 
-    /// Records a new connection until it closes; `false` (and nothing recorded) at `limit`.
-    func admit(_ channel: any Channel, limit: Int) -> Bool {
-        let admitted = channels.withLock { channels in
-            guard channels.count < limit else { return false }
-            channels[ObjectIdentifier(channel)] = channel
-            return true
+    /// How many of them wait for a request.
+    var idleCount: Int { connections.withLock { $0.values.count { $0.idleSince != nil } } }
+
+    /// Records a new connection until it closes, if `limits` allow: at most
+    /// `maximumConnectionsPerPeer` from its peer's address, and at most `maximumConnections` in
+    /// all, the one idle the longest closed to make room. `false` (nothing recorded) when refused.
+    func admit(_ channel: any Channel, limits: ProxyServer.Limits) -> Bool {
+        let peer = channel.remoteAddress
+        let outcome = connections.withLock { connections -> (admitted: Bool, evicted: (any Channel)?) in
+            if let peer, connections.values.count(where: { Self.sameHost($0.peer, peer) }) >= limits.maximumConnectionsPerPeer {
+                return (false, nil)
+            }
+            var evicted: (any Channel)?
+            if connections.count >= limits.maximumConnections {
+                guard let oldest = connections.filter({ $0.value.idleSince != nil }).min(by: { $0.value.idleSince! < $1.value.idleSince! }) else {
+                    return (false, nil)
+                }
+                evicted = connections.removeValue(forKey: oldest.key)?.channel
+            }
+            connections[ObjectIdentifier(channel)] = Connection(channel: channel, peer: peer, idleSince: .now())
+            return (true, evicted)
         }
-        guard admitted else { return false }
+        outcome.evicted?.close(promise: nil)
+        guard outcome.admitted else { return false }
         channel.closeFuture.whenComplete { _ in
-            _ = self.channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+            _ = self.connections.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
         }
         return true
+    }
+
+    /// Records that `channel` waits for a request (`true`) or is reading or answering one.
+    func setIdle(_ channel: any Channel, _ idle: Bool) {
+        connections.withLock { connections in
+            connections[ObjectIdentifier(channel)]?.idleSince = idle ? .now() : nil
+        }
+    }
+
+    /// Whether two addresses are one host's (the port aside).
+    private static func sameHost(_ first: SocketAddress?, _ second: SocketAddress) -> Bool {
+        guard let first else { return false }
+        return first.ipAddress == second.ipAddress
     }
 }
 
@@ -179,6 +242,7 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             head = received
             body = nil
             tooLarge = false
+            context.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.headReceived, promise: nil)
             // A client that waits for `100 Continue` before its body gets it, or at once a 413
             // when the body it announces is over the limit.
             if received.version == .http1_1, received.headers["Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
@@ -202,6 +266,7 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         case .end:
             guard let received = head else { return }
             head = nil
+            context.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.requestReceived, promise: nil)
             if tooLarge {
                 refuseTooLarge(context: context, version: received.version)
                 return
@@ -243,7 +308,10 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
         }
         if keepAlive {
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenSuccess {
+                bound.value.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.responseSent, promise: nil)
+            }
         } else {
             closing = true
             let channel = context.channel

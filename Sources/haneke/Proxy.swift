@@ -24,8 +24,11 @@ struct Proxy: AsyncParsableCommand {
         bodies up to 16K as rows of an SQLite database, larger ones as LZ4-compressed files, SIZE \
         in all. Without --dir it is memory only, SIZE of it. Bodies are read whole: a response \
         over 64M answers 502, a request body over 16M 413; an upstream exchange that takes over \
-        60s answers 504. At most 64 upstream exchanges run at once, and 1024 client connections; a \
-        request may have 100 header fields of 64K in all.
+        60s answers 504. At most 64 upstream exchanges run at once, and 1024 client connections, \
+        256 from one address (at the limit the connection idle the longest is closed to make \
+        room); a request may have 100 header fields of 64K in all, its head must arrive within \
+        30s of its first byte and its body at 500 bytes a second at least, and a connection idle \
+        for 90s is closed.
 
         As a shared cache it refuses by default what nginx or Varnish refuse: a response with \
         Set-Cookie is not stored, a response to a request with Cookie only with an explicit \

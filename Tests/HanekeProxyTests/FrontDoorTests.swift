@@ -1,0 +1,161 @@
+import Foundation
+import HTTPCaching
+@testable import HanekeProxy
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+import TestSupport
+
+/// The proxy's front door bounded: a deadline for each phase of a request (on an embedded event
+/// loop whose time the test moves), and connections from one peer bounded below the total, over
+/// real sockets on loopback.
+struct FrontDoorTests {
+    /// A connection's pipeline as the server makes it, on an embedded loop, answering every request
+    /// at once with `200`.
+    func embeddedConnection(_ limits: ProxyServer.Limits = ProxyServer.Limits()) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(limits: limits, registry: ConnectionRegistry()))
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+        try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(
+            limits: limits,
+            respondAtOnce: { _ in ProxyResponse(status: 200, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) },
+            respond: { _ in ProxyResponse(status: 500, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) }
+        ))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return channel
+    }
+
+    @Test func aHeadDrippedAByteAtATimeIsClosedAtItsDeadline() throws {
+        let channel = try embeddedConnection()
+        var sent = 0
+        for byte in "GET /resource HTTP/1.1\r\nHost: proxy\r\nX-Drip: 1\r\n".utf8 where channel.isActive {
+            try channel.writeInbound(ByteBuffer(bytes: [byte]))
+            channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+            sent += 1
+        }
+        // 30 s from the first byte: its 16th, two seconds apart.
+        #expect(!channel.isActive)
+        #expect(sent == 15)
+    }
+
+    @Test func aHeadOnTimeIsAnsweredAndTheWaitBetweenRequestsHasNoHeadDeadline() throws {
+        let channel = try embeddedConnection()
+        try channel.writeInbound(ByteBuffer(string: "GET /a HTTP/1.1\r\nHost: proxy\r\n"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(29))
+        try channel.writeInbound(ByteBuffer(string: "\r\n"))
+        let written = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        #expect(String(buffer: written).hasPrefix("HTTP/1.1 200 OK"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(channel.isActive)
+        // The next request's head has its own 30 seconds.
+        try channel.writeInbound(ByteBuffer(string: "GET /b HTTP/1.1\r\n"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(31))
+        #expect(!channel.isActive)
+    }
+
+    @Test func aBodySlowerThanTheMinimumRateIsClosed() throws {
+        let channel = try embeddedConnection()
+        try channel.writeInbound(ByteBuffer(string: "POST /upload HTTP/1.1\r\nHost: proxy\r\nContent-Length: 1000000\r\n\r\n"))
+        // 6,000 bytes in the first 10 s (over 500 a second), then 1,000 in the next 10.
+        try channel.writeInbound(ByteBuffer(repeating: 0x41, count: 6_000))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        #expect(channel.isActive)
+        try channel.writeInbound(ByteBuffer(repeating: 0x41, count: 1_000))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        #expect(!channel.isActive)
+    }
+
+    /// 1,024 slow heads from one peer fill its share (256 with the default limits), not the
+    /// server: another peer is served.
+    @Test(.timeLimit(.minutes(2))) func slowConnectionsFromOnePeerLeaveAnotherPeerServed() async throws {
+        let limits = ProxyServer.Limits()
+        let group = try await sharedEventLoops()
+        let server = try await ProxyServer.start(host: "127.0.0.1", port: 0, limits: limits, group: group) { _ in
+            ProxyResponse(status: 200, headers: ["Content-Length": "2"], body: ByteBuffer(string: "ok"), interim: [])
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var slow: [any Channel] = []
+            for _ in 0..<1_024 {
+                let channel = try await RawClient.connect(port: server.port, from: "127.0.0.1", group: group)
+                channel.writeAndFlush(ByteBuffer(string: "GET /slow HTTP/1.1\r\nHost: proxy\r\n"), promise: nil)
+                slow.append(channel)
+            }
+            let answer = try await RawClient.exchange("GET /fast HTTP/1.1\r\nHost: proxy\r\n\r\n", port: server.port, from: "127.0.0.2", group: group)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK"))
+            try await waitUntil("768 of the 1,024 slow connections closed") { slow.count(where: { !$0.isActive }) == 1_024 - limits.maximumConnectionsPerPeer }
+            #expect(server.connectionCount == limits.maximumConnectionsPerPeer)
+            for channel in slow { try? await channel.close() }
+        }
+    }
+
+    /// At the total, the connection idle the longest makes room for a new one.
+    @Test(.timeLimit(.minutes(2))) func atTheLimitTheOldestIdleConnectionMakesRoom() async throws {
+        var limits = ProxyServer.Limits()
+        limits.maximumConnections = 4
+        let group = try await sharedEventLoops()
+        let server = try await ProxyServer.start(host: "127.0.0.1", port: 0, limits: limits, group: group) { _ in
+            ProxyResponse(status: 200, headers: ["Content-Length": "2"], body: ByteBuffer(string: "ok"), interim: [])
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            let idle = try await RawClient.connect(port: server.port, from: "127.0.0.1", group: group)
+            try await waitUntil("the idle connection accepted") { server.connectionCount == 1 }
+            var busy: [any Channel] = []
+            for _ in 0..<3 {
+                let channel = try await RawClient.connect(port: server.port, from: "127.0.0.1", group: group)
+                try await channel.writeAndFlush(ByteBuffer(string: "GET /slow HTTP/1.1\r\n"))
+                busy.append(channel)
+            }
+            try await waitUntil("four connections, three of them reading a head") { server.connectionCount == 4 && server.idleConnectionCount == 1 }
+            let answer = try await RawClient.exchange("GET /new HTTP/1.1\r\nHost: proxy\r\n\r\n", port: server.port, from: "127.0.0.1", group: group)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK"))
+            try await idle.closeFuture.get()
+            #expect(busy.allSatisfy { $0.isActive })
+            for channel in busy { try? await channel.close() }
+        }
+    }
+}
+
+/// A bare TCP client on loopback from a chosen local address, to play slow or several peers.
+enum RawClient {
+    /// A connection from `address` to the port, reading nothing unless asked.
+    static func connect(port: Int, from address: String, group: any EventLoopGroup, collector: Collected? = nil) async throws -> any Channel {
+        try await ClientBootstrap(group: group)
+            .bind(to: try SocketAddress(ipAddress: address, port: 0))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let collector { try channel.pipeline.syncOperations.addHandler(Collecting(collected: collector)) }
+                }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+    }
+
+    /// Sends `request` from `address` and returns what came back before the server's answer
+    /// ended the exchange (the connection closes after it: the request asks for no keep-alive).
+    static func exchange(_ request: String, port: Int, from address: String, group: any EventLoopGroup) async throws -> String {
+        let collected = Collected()
+        let channel = try await connect(port: port, from: address, group: group, collector: collected)
+        try await channel.writeAndFlush(ByteBuffer(string: request.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: close\r\n\r\n")))
+        try await channel.closeFuture.get()
+        return collected.text
+    }
+
+    /// The bytes a connection received.
+    final class Collected: Sendable {
+        private let bytes = Mutex("")
+        var text: String { bytes.withLock { $0 } }
+        func append(_ text: String) { bytes.withLock { $0 += text } }
+    }
+
+    private final class Collecting: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        let collected: Collected
+        init(collected: Collected) { self.collected = collected }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            collected.append(String(buffer: unwrapInboundIn(data)))
+        }
+    }
+}
