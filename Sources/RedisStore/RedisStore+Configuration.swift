@@ -35,6 +35,27 @@ extension RedisStore {
                 case none
             }
 
+            /// A version of TLS.
+            public enum ProtocolVersion: String, Sendable, Hashable, CaseIterable, Comparable {
+                /// TLS 1.0 (RFC 2246), deprecated by RFC 8996.
+                case tls1_0
+                /// TLS 1.1 (RFC 4346), deprecated by RFC 8996.
+                case tls1_1
+                /// TLS 1.2 (RFC 5246).
+                case tls1_2
+                /// TLS 1.3 (RFC 8446).
+                case tls1_3
+
+                /// Whether `lhs` is older than `rhs`.
+                /// - Parameters:
+                ///   - lhs: A version.
+                ///   - rhs: Another.
+                /// - Returns: `true` when `lhs` came first.
+                public static func < (lhs: Self, rhs: Self) -> Bool {
+                    allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+                }
+            }
+
             /// A PEM file of the certificate authorities to trust; `nil` (the system's trusted
             /// authorities) by default.
             public var certificateAuthorityFile: String?
@@ -49,6 +70,10 @@ extension RedisStore {
             public var serverName: String?
             /// How the server's certificate is checked; ``Verification/full`` by default.
             public var verification: Verification
+            /// ``ProtocolVersion/tls1_2`` by default: the oldest TLS a server may speak; an older
+            /// one fails the handshake (RFC 8996 deprecates TLS 1.0 and 1.1). Lower it only for a
+            /// server that cannot be upgraded.
+            public var minimumVersion: ProtocolVersion
 
             /// Creates TLS settings.
             /// - Parameters:
@@ -57,18 +82,21 @@ extension RedisStore {
             ///   - privateKeyFile: Its private key; `nil` for none.
             ///   - serverName: The name to send and check; `nil` for the host.
             ///   - verification: How the server's certificate is checked; `.full` by default.
+            ///   - minimumVersion: The oldest TLS accepted; TLS 1.2 by default.
             public init(
                 certificateAuthorityFile: String? = nil,
                 certificateFile: String? = nil,
                 privateKeyFile: String? = nil,
                 serverName: String? = nil,
-                verification: Verification = .full
+                verification: Verification = .full,
+                minimumVersion: ProtocolVersion = .tls1_2
             ) {
                 self.certificateAuthorityFile = certificateAuthorityFile
                 self.certificateFile = certificateFile
                 self.privateKeyFile = privateKeyFile
                 self.serverName = serverName
                 self.verification = verification
+                self.minimumVersion = minimumVersion
             }
         }
 

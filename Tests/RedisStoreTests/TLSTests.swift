@@ -97,13 +97,37 @@ struct TLSTests {
         #expect(server.serverNames == [nil, "cache.example.com", "localhost", "localhost", "cache.example.com"])
     }
 
-    /// A scripted Redis over TLS with the given certificate: `PING` answered, every key missing.
-    private static func scriptedServer(certificate: String, key: String) async throws -> ScriptedRedisServer {
+    /// A server that speaks nothing newer than TLS 1.0 is refused (NIOSSL's client default took
+    /// it); the floor can be lowered for one that cannot be upgraded.
+    @Test func aServerOfTLS10IsRefusedUnlessTheFloorIsLowered() async throws {
+        let certificates = try await TLSTestCertificates()
+        let server = try await Self.scriptedServer(certificate: certificates.serverCertificate, key: certificates.serverKey, newest: .tlsv1)
+        defer { Task { await server.shutdown() } }
+        var configuration = try RedisStore.Configuration(url: "rediss://127.0.0.1:\(server.port)")
+        configuration.tls?.certificateAuthorityFile = certificates.authority
+        configuration.connectionCount = 1
+        configuration.connectTimeout = .seconds(30)
+        #expect(configuration.tls?.minimumVersion == .tls1_2)
+        let refused = await Self.failure(configuration)
+        #expect(refused.code == .unavailable)
+        #expect(refused.text.contains("the TLS handshake failed"), "\(refused.text)")
+        configuration.tls?.minimumVersion = .tls1_0
+        #expect(try await RedisStore(configuration: configuration).value(forKey: "k") == nil)
+    }
+
+    /// A scripted Redis over TLS with the given certificate (speaking TLS up to `newest`): `PING`
+    /// answered, every key missing.
+    private static func scriptedServer(certificate: String, key: String, newest: TLSVersion? = nil) async throws -> ScriptedRedisServer {
         let context = try await offThePool {
-            try NIOSSLContext(configuration: .makeServerConfiguration(
+            var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
-            ))
+            )
+            if let newest {
+                configuration.minimumTLSVersion = .tlsv1
+                configuration.maximumTLSVersion = newest
+            }
+            return try NIOSSLContext(configuration: configuration)
         }
         return try await ScriptedRedisServer.start(tls: context) { name, _ in
             name == "PING" ? .bytes("+PONG\r\n") : .bytes("$-1\r\n")

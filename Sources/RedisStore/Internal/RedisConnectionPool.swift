@@ -244,7 +244,7 @@ final class RedisConnectionPool: Sendable {
     func tls() async throws -> NIOSSLContext? {
         guard let settings = endpoint.tls else { return nil }
         if let made = tlsContext.withLock({ $0 }) { return try made.get() }
-        let made = try await IOExecutor.shared.run { Result { () throws(RedisClientError) in try settings.makeContext() } }
+        let made = try await IOExecutor.shared.run { Result { () throws(RedisClientError) in try settings.sharedContext() } }
         return try tlsContext.withLock { context in
             if context == nil { context = made }
             return context!

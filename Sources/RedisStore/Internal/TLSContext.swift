@@ -1,6 +1,7 @@
 import HanekeProtocols
 import NIOCore
 import NIOSSL
+import Synchronization
 
 extension RedisStore.Configuration.TLS {
     /// The TLS context these settings describe, with their certificate files read and checked.
@@ -9,6 +10,12 @@ extension RedisStore.Configuration.TLS {
     /// - Throws: `RedisClientError.invalidTLSConfiguration`, naming the file and what is wrong.
     func makeContext() throws(RedisClientError) -> NIOSSLContext {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = switch minimumVersion {
+        case .tls1_0: .tlsv1
+        case .tls1_1: .tlsv11
+        case .tls1_2: .tlsv12
+        case .tls1_3: .tlsv13
+        }
         configuration.certificateVerification = switch verification {
         case .full: .fullVerification
         case .skipHostname: .noHostnameVerification
@@ -36,6 +43,23 @@ extension RedisStore.Configuration.TLS {
             return try NIOSSLContext(configuration: configuration)
         } catch {
             throw .invalidTLSConfiguration("the TLS settings could not be used (\(error))")
+        }
+    }
+
+    /// The contexts made so far, by their settings: every pool of a store, every node of a cluster
+    /// and every store with the same settings share one, so the trust roots are read once. A
+    /// context that could not be made is not kept (a file may be fixed meanwhile).
+    private static let made = Mutex<[Self: NIOSSLContext]>([:])
+
+    /// The context of these settings: the one made before, or a new one (``makeContext()``).
+    /// Reads files the first time: an executor's job.
+    func sharedContext() throws(RedisClientError) -> NIOSSLContext {
+        if let context = Self.made.withLock({ $0[self] }) { return context }
+        let context = try makeContext()
+        return Self.made.withLock { made in
+            if let earlier = made[self] { return earlier }
+            made[self] = context
+            return context
         }
     }
 
