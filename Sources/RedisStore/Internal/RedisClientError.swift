@@ -28,6 +28,8 @@ enum RedisClientError: Error, CustomStringConvertible {
     case errorReply(String)
     /// The TLS settings cannot be used: a certificate or key file is missing or unreadable.
     case invalidTLSConfiguration(String)
+    /// The cluster named a node that is not one of its own (a redirect, a map): not followed.
+    case foreignNode(String)
 
     var description: String {
         switch self {
@@ -50,7 +52,7 @@ enum RedisClientError: Error, CustomStringConvertible {
         case .errorReply(let message):
             // The server's words, escaped and cut (a reply may hold terminal escapes, or 60 KB).
             "Redis answered with an error: \(Logger.describe(message))"
-        case .invalidTLSConfiguration(let reason):
+        case .invalidTLSConfiguration(let reason), .foreignNode(let reason):
             reason
         }
     }
@@ -72,7 +74,7 @@ enum RedisClientError: Error, CustomStringConvertible {
             .io
         case .invalidTLSConfiguration:
             .invalidConfiguration
-        case .connectionClosed, .connectFailed, .backingOff, .shutDown:
+        case .connectionClosed, .connectFailed, .backingOff, .shutDown, .foreignNode:
             .unavailable
         }
     }

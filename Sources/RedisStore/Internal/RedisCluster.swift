@@ -19,7 +19,14 @@ import NIOCore
 /// - What may hold keys — the masters of the map, and nodes a redirect named since — is told to
 ///   an observer (``observeNodes(_:)``) when it changes, before a command is sent to a node a
 ///   redirect named: a ``ClusterTracking`` follows each such node's notices.
-/// - Pools are made for each node as it is first named and kept until the store shuts down (a
+/// - Only nodes of the configured cluster are ever sent to (Lettuce's
+///   `validateClusterNodeMembership`): the seeds, the nodes the last map names (masters and
+///   replicas), and a node the cluster itself lists (`CLUSTER NODES`, asked of a seed first, when
+///   a redirect names a node the map does not: a node joining for a resharding holds no slot yet).
+///   A redirect to any other address fails the command (`unavailable`), and no connection — so
+///   no `AUTH` with the store's credentials — is made there. A map that names more than
+///   ``maximumNodes`` nodes is refused.
+/// - Pools are made for each member as it is first sent to, and closed once no map names it (a
 ///   cluster has few nodes; a failed one's pool fails fast while it backs off).
 final class RedisCluster: Sendable {
     /// A node's address.
@@ -35,6 +42,8 @@ final class RedisCluster: Sendable {
     static let refreshInterval: Duration = .milliseconds(100)
     /// The most redirects one command follows.
     static let maximumRedirects = 5
+    /// The most nodes a map may name, and members kept (Redis Cluster's own bound is 1,000 nodes).
+    static let maximumNodes = 1_000
 
     /// The settings every node's connections share (credentials, timeouts, TLS); host and port
     /// are each node's.
@@ -61,6 +70,11 @@ final class RedisCluster: Sendable {
         /// Nodes a redirect named that are no master of the last map (a node a slot is being
         /// moved to); forgotten when a map is loaded.
         var redirected: [Address] = []
+        /// The nodes commands may be sent to: the seeds, those the last map names, and `listed`.
+        var members: Set<Address> = []
+        /// Nodes no map named that the cluster listed (`CLUSTER NODES`) when a redirect named
+        /// them: members until a map names more than ``RedisCluster/maximumNodes`` with them.
+        var listed: Set<Address> = []
         /// Told when the nodes that may hold keys change (``nodesHoldingKeys``).
         var observer: (@Sendable () -> Void)?
         var isShutDown = false
@@ -79,7 +93,8 @@ final class RedisCluster: Sendable {
             return observer
         }
 
-        /// The index of `address`, added if new.
+        /// The index of `address`, added if new: only a member's, so never more than the members
+        /// (at most ``RedisCluster/maximumNodes`` and the seeds), far below `unknown`.
         mutating func index(of address: Address) -> UInt16 {
             if let index = addresses.firstIndex(of: address) { return UInt16(index) }
             addresses.append(address)
@@ -93,6 +108,7 @@ final class RedisCluster: Sendable {
         self.connectionCount = connectionCount
         self.backoff = backoff
         self.logger = logger
+        state.withLock { $0.members = Set(seeds) }
     }
 
     /// The pool of `address`, made on first use.
@@ -151,6 +167,11 @@ final class RedisCluster: Sendable {
                 continue
             }
             guard case .error(let message) = reply, redirects < Self.maximumRedirects else { return reply }
+            if let (_, address) = Self.redirect(message, kind: "MOVED") ?? Self.redirect(message, kind: "ASK"), try await !isMember(address) {
+                throw RedisClientError.foreignNode(
+                    "the node \(target) redirected to \(address), which is not a node of the configured cluster: not followed"
+                )
+            }
             if let (movedSlot, address) = Self.redirect(message, kind: "MOVED") {
                 let observer = state.withLock { state in
                     state.owners[movedSlot] = state.index(of: address)
@@ -209,6 +230,51 @@ final class RedisCluster: Sendable {
         for pool in pools { pool.shutDown() }
     }
 
+    /// The members known now, for tests.
+    var memberCount: Int { state.withLock { $0.members.count } }
+
+    // MARK: - Membership
+
+    /// Whether commands may be sent to `address`: a member already, or, after a new map (from
+    /// the seeds first) does not name it, a node the cluster lists in `CLUSTER NODES`.
+    /// - Throws: `CancellationError`.
+    private func isMember(_ address: Address) async throws -> Bool {
+        if state.withLock({ $0.members.contains(address) }) { return true }
+        try? await refresh(force: true, seedsFirst: true)
+        try Task.checkCancellation()
+        if state.withLock({ $0.members.contains(address) }) { return true }
+        for node in seeds + state.withLock({ $0.masters }) {
+            guard let reply = try? await pool(at: node).send(.command("CLUSTER", "NODES"), retrying: true),
+                  let listed = Self.listedNodes(reply, askedOf: node) else { continue }
+            guard listed.contains(address) else { return false }
+            return state.withLock { state in
+                guard state.members.count < Self.maximumNodes + seeds.count else { return false }
+                state.listed.insert(address)
+                state.members.insert(address)
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The addresses of a `CLUSTER NODES` reply: a line a node, `<id> <host:port@cport[,name]> …`
+    /// (a node without an address, `:0@0`, is the one that answered). `nil` for another reply.
+    static func listedNodes(_ reply: RESPValue, askedOf node: Address) -> Set<Address>? {
+        guard let text = reply.text else { return nil }
+        var listed = Set<Address>()
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 2 else { continue }
+            let endpoint = fields[1].split(separator: "@", maxSplits: 1)[0]
+            guard let colon = endpoint.lastIndex(of: ":"), let port = Int(endpoint[endpoint.index(after: colon)...]) else { continue }
+            var host = endpoint[..<colon]
+            if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+            listed.insert(host.isEmpty ? node : Address(host: String(host), port: port))
+            if listed.count > maximumNodes { return nil }
+        }
+        return listed
+    }
+
     // MARK: - The map
 
     /// The master of `slot`, or of any slot for `nil`; the map is made first if it has none.
@@ -236,13 +302,13 @@ final class RedisCluster: Sendable {
     /// Refreshes the map and waits for it (joining one under way).
     /// - Throws: What loading the map threw, or `CancellationError` as soon as the caller is
     ///   cancelled (the refresh goes on for the others).
-    private func refresh(force: Bool) async throws {
-        if let refresh = try await startRefresh(force: force) { try await RedisConnectionPool.value(of: refresh) }
+    private func refresh(force: Bool, seedsFirst: Bool = false) async throws {
+        if let refresh = try await startRefresh(force: force, seedsFirst: seedsFirst) { try await RedisConnectionPool.value(of: refresh) }
     }
 
     /// The refresh to wait for: one under way, or one started now (always when `force`, otherwise
     /// only once ``refreshInterval`` has passed since the last); `nil` when none is due.
-    private func startRefresh(force: Bool) async throws -> EventLoopFuture<Void>? {
+    private func startRefresh(force: Bool, seedsFirst: Bool = false) async throws -> EventLoopFuture<Void>? {
         let group = try await RedisConnectionPool.eventLoopGroup()
         let now = ContinuousClock.now
         let started = state.withLock { current -> (EventLoopFuture<Void>, EventLoopPromise<Void>?)? in
@@ -258,7 +324,7 @@ final class RedisCluster: Sendable {
         if let promise {
             Task { [self] in
                 do {
-                    try await loadMap()
+                    try await loadMap(seedsFirst: seedsFirst)
                     state.withLock { $0.refresh = nil }
                     promise.succeed(())
                 } catch {
@@ -270,19 +336,28 @@ final class RedisCluster: Sendable {
         return future
     }
 
-    /// Asks the known masters, then the configured nodes, for the map until one answers, and
-    /// installs it.
-    private func loadMap() async throws {
-        let candidates = state.withLock { $0.masters } + seeds
+    /// Asks the known masters, then the configured nodes (the other way round with
+    /// `seedsFirst`), for the map until one answers, and installs it: only the nodes it names (and
+    /// the seeds) stay members, and the pools of the others are closed.
+    private func loadMap(seedsFirst: Bool = false) async throws {
+        let masters = state.withLock { $0.masters }
+        let candidates = seedsFirst ? seeds + masters : masters + seeds
         var tried = Set<Address>()
         var lastError: any Error = RedisClientError.errorReply("no node of the cluster was configured")
         for address in candidates where tried.insert(address).inserted {
             do {
                 let reply = try await pool(at: address).send(.command("CLUSTER", "SLOTS"), retrying: true)
                 let ranges = try Self.slotRanges(reply, askedOf: address)
-                let observer = state.withLock { state in
+                let named = Set(ranges.flatMap { [$0.master] + $0.replicas })
+                guard named.count <= Self.maximumNodes else {
+                    throw RedisClientError.foreignNode(
+                        "CLUSTER SLOTS from \(address) named \(named.count) nodes, more than the \(Self.maximumNodes) a cluster may have: the map was not used"
+                    )
+                }
+                let (observer, closed) = state.withLock { state -> ((@Sendable () -> Void)?, [RedisConnectionPool]) in
                     var owners = [UInt16](repeating: State.unknown, count: ClusterSlot.count)
                     var masters: [Address] = []
+                    state.addresses = []
                     for range in ranges {
                         let index = state.index(of: range.master)
                         for slot in range.slots { owners[slot] = index }
@@ -292,10 +367,17 @@ final class RedisCluster: Sendable {
                     state.owners = owners
                     state.masters = masters
                     state.redirected = []
+                    if named.count + state.listed.count > Self.maximumNodes { state.listed = [] }
+                    state.members = named.union(seeds).union(state.listed)
                     state.maps += 1
-                    return changed ? state.observer : nil
+                    var closed: [RedisConnectionPool] = []
+                    for address in state.pools.keys where !state.members.contains(address) {
+                        if let pool = state.pools.removeValue(forKey: address) { closed.append(pool) }
+                    }
+                    return (changed ? state.observer : nil, closed)
                 }
                 observer?()
+                for pool in closed { pool.shutDown() }
                 return
             } catch let error as CancellationError {
                 throw error
@@ -307,26 +389,29 @@ final class RedisCluster: Sendable {
         throw lastError
     }
 
-    /// The slot ranges and their masters in a `CLUSTER SLOTS` reply: an array of `[first, last,
-    /// [host, port, id, …], replicas…]`. A master without a host (an empty one, or `?`) is the node
-    /// that answered.
+    /// The slot ranges, their masters and replicas in a `CLUSTER SLOTS` reply: an array of
+    /// `[first, last, [host, port, id, …], replicas…]`. A node without a host (an empty one, or
+    /// `?`) is the node that answered; a replica that is not `[host, port, …]` is left out.
     /// - Throws: `RedisClientError.errorReply` for an error reply, or a reply of another shape.
-    static func slotRanges(_ reply: RESPValue, askedOf node: Address) throws -> [(slots: ClosedRange<Int>, master: Address)] {
+    static func slotRanges(_ reply: RESPValue, askedOf node: Address) throws -> [(slots: ClosedRange<Int>, master: Address, replicas: [Address])] {
         if case .error(let message) = reply { throw RedisClientError.errorReply(message) }
         guard case .array(let entries?) = reply else {
             throw RedisClientError.errorReply("CLUSTER SLOTS answered \(reply.summary), not an array")
+        }
+        func address(_ value: RESPValue) -> Address? {
+            guard case .array(let parts?) = value, parts.count >= 2, case .integer(let port) = parts[1], (1...65_535).contains(port) else { return nil }
+            let host = parts[0].text ?? ""
+            return Address(host: host.isEmpty || host == "?" ? node.host : host, port: Int(port))
         }
         return try entries.map { entry in
             guard case .array(let parts?) = entry, parts.count >= 3,
                 case .integer(let first) = parts[0], case .integer(let last) = parts[1],
                 (0..<Int64(ClusterSlot.count)).contains(first), (first..<Int64(ClusterSlot.count)).contains(last),
-                case .array(let master?) = parts[2], master.count >= 2, case .integer(let port) = master[1],
-                (1...65_535).contains(port)
+                let master = address(parts[2])
             else {
                 throw RedisClientError.errorReply("CLUSTER SLOTS answered a range that is not [first, last, [host, port, …]]: \(entry.summary)")
             }
-            let host = master[0].text ?? ""
-            return (Int(first)...Int(last), Address(host: host.isEmpty || host == "?" ? node.host : host, port: Int(port)))
+            return (Int(first)...Int(last), master, parts.dropFirst(3).compactMap(address))
         }
     }
 
