@@ -12,7 +12,7 @@ import NIOCore
 /// `s-maxage`, `stale-while-revalidate`, `stale-if-error`, `Vary`, …), and the middleware answers
 /// later requests from the cache for that long, with `Age`, without running the route.
 ///
-/// It answers through the same ``HTTPCacheFrontEnd`` as `haneke proxy`, so the rules and the
+/// It answers through the same `HTTPCacheFrontEnd` as `haneke proxy`, so the rules and the
 /// `Cache-Status` field (RFC 9211: `haneke; hit; ttl=42`, `haneke; fwd=uri-miss; fwd-status=200;
 /// stored`, `fwd=request` when the client asked for a fresh answer) are the proxy's: `private` and
 /// `no-store` responses are never kept, nor a response to a request with `Authorization` unless it
@@ -23,7 +23,7 @@ import NIOCore
 /// `only-if-cached` with nothing stored a `504`; a stale response is run through the route again
 /// (without the client's `Cookie` and `Authorization`), and served stale instead when the route
 /// fails and `stale-if-error` allows it; a successful `POST`, `PUT`, `PATCH` or `DELETE` removes
-/// what is stored for its path. The policy's ``HTTPCachePolicy/SharedCacheRelaxations`` relax these.
+/// what is stored for its path. The policy's `HTTPCachePolicy.SharedCacheRelaxations` relax these.
 ///
 /// The key is ``keyOrigin`` and the request's path and query — never the client's `Host`, which
 /// any client may set: a route that answers by host says `Vary: Host`.
