@@ -215,7 +215,7 @@ public final class HTTPCacheFrontEnd<Storage: Store>: Sendable where Storage.Key
         }
         let requestTime = cache.clock.now()
         // Fresh, yet validated: the request asked for it (RFC 9211's `fwd=request`).
-        let reason = policy.isFresh(hit.stored, at: requestTime) && !CacheControl(hit.stored.headers).noCache ? "request" : "stale"
+        let reason = policy.isValidatedOnRequest(hit.stored, at: requestTime) ? "request" : "stale"
         var response: Forwarded
         do {
             response = try await origin(conditional)

@@ -399,7 +399,13 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     ///   - now: When the validation was sent.
     /// - Returns: `true` when the new response may be stored in its place.
     public func mayBeReplaced(_ stored: StoredHTTPResponse, at now: Date) -> Bool {
-        allows(.clientRefresh) || directives(of: stored).noCache || !isFresh(stored, at: now)
+        allows(.clientRefresh) || !isValidatedOnRequest(stored, at: now)
+    }
+
+    /// Whether a validation of `stored` at `now` is the request's doing: the response is fresh by
+    /// its own lifetime and not `no-cache` (RFC 9211's `fwd=request`, not `fwd=stale`).
+    func isValidatedOnRequest(_ stored: StoredHTTPResponse, at now: Date) -> Bool {
+        !directives(of: stored).noCache && isFresh(stored, at: now)
     }
 
     /// Whether `stored` may be served stale when the origin cannot be reached at all: with

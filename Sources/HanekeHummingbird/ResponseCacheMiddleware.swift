@@ -95,7 +95,8 @@ public struct ResponseCacheMiddleware<Context: RequestContext>: RouterMiddleware
         )
         let answer = await frontEnd.respond(to: cacheRequest) { sent in
             // The route sees the request as the front end sends it: a validation carries its
-            // conditions and no client's credentials.
+            // conditions and no client's credentials. A miss sends the client's as it came.
+            guard sent.headers != cacheRequest.headers else { return RouteResponse(response: try await next(request, context)) }
             var head = request.head
             head.headerFields = Self.httpFields(sent.headers)
             return RouteResponse(response: try await next(Request(head: head, body: request.body), context))

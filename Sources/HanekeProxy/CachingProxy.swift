@@ -114,7 +114,7 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     package func respond(to request: ProxyRequest) async -> ProxyResponse {
         if let answer = Self.answeredByTheProxy(request) { return answer }
         let cacheRequest = self.cacheRequest(for: request)
-        let body = request.method == "GET" || request.method == "HEAD" ? nil : request.body
+        let body = Self.isBodiless(request) ? nil : request.body
         let answer = await frontEnd.respond(
             to: cacheRequest, origin: { try await self.exchange($0, body: body) }, background: { try await self.exchange($0, body: nil) }
         )
@@ -134,20 +134,22 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     /// - Parameter request: The client's request.
     /// - Returns: The response, or `nil`.
     package func respondAtOnce(to request: ProxyRequest) -> ProxyResponse? {
-        guard let peek, request.method == "GET" || request.method == "HEAD" else { return nil }
-        let uri = upstreamOrigin + Self.pathAndQuery(of: request.target)
-        let fields = outgoing.fieldsForLookup(of: request) ?? outgoing.fields(for: request, bodiless: true)
-        return frontEnd.respondAtOnce(to: HTTPCacheRequest(method: request.method, uri: uri, headers: fields), reading: peek).map(ProxyResponse.init)
+        guard let peek, Self.isBodiless(request) else { return nil }
+        return frontEnd.respondAtOnce(to: cacheRequest(for: request, lookupOnly: true), reading: peek).map(ProxyResponse.init)
     }
 
     /// The request as the cache and the upstream see it: the client's method, the upstream's URI
-    /// of its path and query, and the fields ``OutgoingFields`` makes.
-    private func cacheRequest(for request: ProxyRequest) -> HTTPCacheRequest {
-        let bodiless = request.method == "GET" || request.method == "HEAD"
-        return HTTPCacheRequest(
-            method: request.method, uri: upstreamOrigin + Self.pathAndQuery(of: request.target),
-            headers: outgoing.fields(for: request, bodiless: bodiless)
-        )
+    /// of its path and query, and the fields ``OutgoingFields`` makes (for a lookup alone, the
+    /// client's own where ``OutgoingFields/fieldsForLookup(of:)`` allows, without a copy).
+    private func cacheRequest(for request: ProxyRequest, lookupOnly: Bool = false) -> HTTPCacheRequest {
+        let fields = (lookupOnly ? outgoing.fieldsForLookup(of: request) : nil)
+            ?? outgoing.fields(for: request, bodiless: Self.isBodiless(request))
+        return HTTPCacheRequest(method: request.method, uri: upstreamOrigin + Self.pathAndQuery(of: request.target), headers: fields)
+    }
+
+    /// Whether a request goes upstream without a body: a `GET` or a `HEAD`.
+    private static func isBodiless(_ request: ProxyRequest) -> Bool {
+        request.method == "GET" || request.method == "HEAD"
     }
 
     /// The answer the proxy gives itself, without the upstream: `405` to `CONNECT` and `TRACE`

@@ -48,13 +48,11 @@ struct OutgoingFields: Sendable {
     ///   - bodiless: Whether it goes without a body (`GET`, `HEAD`).
     /// - Returns: The fields.
     func fields(for request: ProxyRequest, bodiless: Bool) -> HTTPHeaderFields {
-        let named = Set(request.headers.listMembers(for: "Connection").map { $0.lowercased() })
-        var headers = request.headers
+        var headers = HTTPCachePolicy.withoutHopByHopFields(request.headers)
         var forwardedFor: [String] = []
         var forwarded: [String] = []
         headers.removeAll { name in
             let lowered = name.lowercased()
-            if HTTPCachePolicy.hopByHopFields.contains(lowered) || named.contains(lowered) { return true }
             if lowered == "host" || lowered == "expect" { return true }
             if bodiless, lowered == "content-length" || lowered == "transfer-encoding" { return true }
             return UntrustedFields.names.contains(lowered) && !trusted.contains(lowered)

@@ -115,19 +115,18 @@ package final class ProxyServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, respondAtOnce: respondAtOnce, respond: respond))
                 }
             }
-        let bound: any Channel
+        let listener: any Channel
         do {
             // A name is resolved by getaddrinfo, which blocks: off the cooperative pool.
             let literal = try? SocketAddress(ipAddress: host, port: port)
             let address = if let literal { literal } else {
                 try await IOExecutor.shared.run { try SocketAddress.makeAddressResolvingHost(host, port: port) }
             }
-            bound = try await bootstrap.bind(to: address).get()
+            listener = try await bootstrap.bind(to: address).get()
         } catch {
             let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
             throw StoreError(.unavailable, "Cannot listen on \(shown)", cause: error, posixCode: (error as? IOError).flatMap { POSIXErrorCode(rawValue: $0.errnoCode) })
         }
-        let listener = bound
         guard let address = listener.localAddress else { throw CancellationError() }
         return ProxyServer(address: address, listener: listener, connections: registry)
     }
@@ -183,9 +182,8 @@ final class ConnectionRegistry: Sendable {
             }
             var evicted: (any Channel)?
             if connections.count >= limits.maximumConnections {
-                guard let oldest = connections.filter({ $0.value.idleSince != nil }).min(by: { $0.value.idleSince! < $1.value.idleSince! }) else {
-                    return (false, nil)
-                }
+                let idle = connections.compactMap { key, connection in connection.idleSince.map { (key: key, since: $0) } }
+                guard let oldest = idle.min(by: { $0.since < $1.since }) else { return (false, nil) }
                 evicted = connections.removeValue(forKey: oldest.key)?.channel
             }
             connections[ObjectIdentifier(channel)] = Connection(channel: channel, peer: peer, idleSince: .now())

@@ -167,30 +167,32 @@ final class RedisCluster: Sendable {
                 continue
             }
             guard case .error(let message) = reply, redirects < Self.maximumRedirects else { return reply }
-            if let (_, address) = Self.redirect(message, kind: "MOVED") ?? Self.redirect(message, kind: "ASK"), try await !isMember(address) {
+            let moved = Self.redirect(message, kind: "MOVED")
+            guard let (slot, address) = moved ?? Self.redirect(message, kind: "ASK") else {
+                if message.hasPrefix("CLUSTERDOWN") { refreshSoon() }
+                return reply
+            }
+            guard try await isMember(address) else {
                 throw RedisClientError.foreignNode(
                     "the node \(target) redirected to \(address), which is not a node of the configured cluster: not followed"
                 )
             }
-            if let (movedSlot, address) = Self.redirect(message, kind: "MOVED") {
+            if moved != nil {
                 let observer = state.withLock { state in
-                    state.owners[movedSlot] = state.index(of: address)
+                    state.owners[slot] = state.index(of: address)
                     state.moved += 1
                     return state.noteRedirect(to: address)
                 }
                 observer?()
                 refreshSoon()
                 asking = nil
-            } else if let (_, address) = Self.redirect(message, kind: "ASK") {
+            } else {
                 asking = address
                 let observer = state.withLock { state in
                     state.asked += 1
                     return state.noteRedirect(to: address)
                 }
                 observer?()
-            } else {
-                if message.hasPrefix("CLUSTERDOWN") { refreshSoon() }
-                return reply
             }
             redirects += 1
         }
