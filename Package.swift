@@ -161,7 +161,7 @@ let package = Package(
             dependencies: [
                 // Not RedisStore: it brings SwiftNIO, a third more to build for every app that
                 // only wants a Cache (README, "Use it in your package"); Redis users add its product.
-                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "CompressedStore", "Formats", "HTTPCaching", "CCurl",
+                "HanekeProtocols", "MemoryStore", "FileStore", "SQLiteStore", "StoreFolders", "CompressedStore", "Formats", "HTTPCaching", "CCurl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -211,6 +211,8 @@ let package = Package(
             dependencies: ["FileStore", "CompressedStore", "SQLiteStore", "HanekeProtocols", "SeededRandom"],
             path: "Tests/FaultWorker"
         ),
+        // A server's worker process keeping sessions in a KeyValueCache, driven a line at a time.
+        .executableTarget(name: "HanekeSessionWorker", dependencies: ["HanekeServer"], path: "Tests/SessionWorker"),
         // Writes many keys through one server driver and prints its resident memory (the benchmark of
         // bounded memory, scripts/bench-server-memory, and its smoke test).
         .executableTarget(
@@ -349,8 +351,8 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "HanekeFaultWorker", "haneke", "Haneke", "FileStore", "CompressedStore", "SQLiteStore", "MemoryStore",
-                "HanekeProtocols", "HanekeTesting", "TestSupport",
+                "HanekeFaultWorker", "HanekeSessionWorker", "haneke", "Haneke", "HanekeServer", "FileStore", "CompressedStore", "SQLiteStore",
+                "MemoryStore", "HanekeProtocols", "HanekeTesting", "TestSupport",
             ]
         ),
         // The stress suite alone: `make tsan` builds it, and only what it depends on, under

@@ -48,6 +48,7 @@ let package = Package(
                 .product(name: "SQLiteStore", package: hanekeIdentity),
                 .product(name: "HanekeTesting", package: hanekeIdentity),
                 .product(name: "Haneke", package: hanekeIdentity),
+                .product(name: "HanekeServer", package: hanekeIdentity),
                 .product(name: "HTTPCaching", package: hanekeIdentity),
                 .product(name: "Images", package: hanekeIdentity),
                 .product(name: "HanekeMetrics", package: hanekeIdentity),

@@ -1,11 +1,14 @@
 // System calls FileStore needs that Swift cannot call directly: `openat2(2)` and
 // `copy_file_range(2)` are reached only through the variadic `syscall(2)`, which Swift does not
-// import. StoreFolders' POSIX.swift imports this module, and FileStore's Internal/FileCopy.swift.
+// import; and atomic operations on memory another process maps too (the change counters of a
+// store folder), which Swift's `Atomic` cannot be placed in. StoreFolders' POSIX.swift and
+// ChangeCounters.swift import this module, and FileStore's Internal/FileCopy.swift.
 
 #ifndef HANEKE_CFILESTORESHIMS_H
 #define HANEKE_CFILESTORESHIMS_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -106,6 +109,20 @@ static inline long haneke_copy_file_range(int source, long long *source_offset, 
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+/// The 64-bit counter at `index` of the array at `base`, read atomically with acquire ordering:
+/// what another process added before is seen, with what it wrote before adding.
+/// The corresponding C function is `__atomic_load_n`.
+static inline uint64_t haneke_atomic_load_u64(const void *base, long index) {
+    return __atomic_load_n((const uint64_t *)base + index, __ATOMIC_ACQUIRE);
+}
+
+/// Adds `amount` to the 64-bit counter at `index` of the array at `base` atomically (acquire and
+/// release ordering), and returns the value it had before.
+/// The corresponding C function is `__atomic_fetch_add`.
+static inline uint64_t haneke_atomic_add_u64(void *base, long index, uint64_t amount) {
+    return __atomic_fetch_add((uint64_t *)base + index, amount, __ATOMIC_ACQ_REL);
 }
 
 #endif

@@ -53,9 +53,10 @@ where Top.Key == Bottom.Key, Top.Value == Bottom.Value {
         try await readBottomEntryAndPromote(key)?.value
     }
 
-    /// Reads `bottom`'s entry and promotes it into `top` with its attributes.
+    /// Reads `bottom`'s entry and promotes it into `top` with its attributes (the miss path of a
+    /// chain's reads, for a store that reads `top` itself).
     @inlinable
-    func readBottomEntryAndPromote(_ key: Key) async throws -> StoreEntry<Value>? {
+    package func readBottomEntryAndPromote(_ key: Key) async throws -> StoreEntry<Value>? {
         let hash = key.hashValue
         let mark = writes.mark(forHash: hash)
         guard let entry = try await bottom.readEntryAsLayer(key, logger: logger) else {

@@ -13,6 +13,14 @@ public import Logging
 /// tier under the disk, a test double) takes the place of the default one with
 /// ``init(name:stack:clock:)``.
 ///
+/// Processes that share the folder see each other's writes and removals at once: once a `set`,
+/// `remove` or `removeAll` has returned in one process, a `get` in any other returns the new value
+/// or `nil`, never what its memory layer held before (a logout in one worker ends the session in
+/// all of them). Each change counts in a file of the folder that every process maps, and a memory
+/// hit checks its key's counter there: one load of shared memory. A process sees the others'
+/// changes once its disk layer has opened (the first operation waits for it); a custom stack has
+/// no such check.
+///
 /// ```swift
 /// import Foundation
 /// import HanekeServer
@@ -93,7 +101,7 @@ public final class KeyValueCache: Sendable {
     /// - Parameters:
     ///   - name: The cache's name, also its folder's name.
     ///   - directory: The folder of its files; `$XDG_CACHE_HOME/haneke/<name>` by default. Worker
-    ///     processes of one server may share it.
+    ///     processes of one server may share it: each sees the others' changes at once.
     ///   - configuration: The layers' sizes.
     ///   - clock: The clock that decides lifetimes; the system clock by default.
     ///   - logger: Where disk failures are logged.

@@ -359,6 +359,19 @@ public final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: Store
         state.statistics.evictions += state.evict(toCount: limits.countLimit, toCost: limits.costLimit)
     }
 
+    /// Lets `update` change the value of `key` in place (its cost, expiry and attributes stay, and
+    /// it counts as a read for recency); whether there was one. For a layer that keeps something
+    /// beside each value (Haneke's memory layer keeps a tag of its key's change counter).
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - update: What to make of the value, under the store's lock.
+    /// - Returns: `false`, changing nothing, when there is no entry for `key`.
+    /// - Complexity: O(1).
+    @discardableResult
+    package func updateValue(forKey key: Key, _ update: (inout Value) -> Void) -> Bool {
+        state.withLock { state in state.entries.refresh(key) { update(&$0.value) } }
+    }
+
     /// Removes the value for `key`; removing a missing key is a no-op.
     /// - Parameter key: The key to remove.
     /// - Complexity: O(1).

@@ -43,6 +43,34 @@ package struct SharedStoreFolder: Sendable {
         try checkFile(name)
     }
 
+    /// Opens the file `name` of the folder for reading and writing, making it (private to the user,
+    /// or the group, as configured) when it is not there, never through a link: a link, a folder or
+    /// a file with other names is refused, also when swapped in between the check and the opening.
+    /// - Returns: The descriptor, for the caller to close.
+    /// - Throws: `StoreError` with code `notAStore` for something that is not a regular file of one
+    ///   name, `io` when it cannot be opened.
+    package func openFile(_ name: String) throws(StoreError) -> Int32 {
+        try prepareFile(name)
+        let path = folder.path(of: name)
+        let opened: Int32?
+        do {
+            opened = try name.withCString { (name) throws(POSIX.Failure) in
+                try POSIX.openFile(name, in: folder.descriptor, flags: O_RDWR, path: path)
+            }
+        } catch {
+            throw StoreError(.io, "Could not open \(path): \(error)", posixCode: (error as? POSIX.Failure)?.posixCode)
+        }
+        guard let descriptor = opened else {
+            throw StoreError(.io, "Could not open \(path): it was removed as it was opened", posixCode: .ENOENT)
+        }
+        let status = try? POSIX.status(of: descriptor, path: path)
+        if let what = Self.refusal(of: status), status != nil {
+            POSIX.close(descriptor)
+            throw StoreError(.notAStore, "\(path) is \(what); the store makes only regular files of its own and follows no link")
+        }
+        return descriptor
+    }
+
     /// Refuses `name` when it exists and is not a regular file of one name (a file whose last name
     /// is being removed as it is looked at counts as not there: see ``refusal(of:)``).
     /// - Throws: `StoreError` with code `notAStore`.

@@ -129,7 +129,7 @@ package final class StoreFolder: Sendable {
     }
 
     /// The names a store makes at the top of its folder (a `FileStore`'s and an `SQLiteStore`'s).
-    private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues] + StoreNames.smallValuesCompanions)
+    private static let ownNames: Set<String> = Set([StoreNames.marker, StoreNames.journal, StoreNames.smallValues, StoreNames.changes] + StoreNames.smallValuesCompanions)
 
     /// Checks a folder's marker as it opens; writes one into an empty folder that a store opens.
     private struct MarkerCheck {
@@ -336,8 +336,8 @@ package final class StoreFolder: Sendable {
     package enum Item {
         case marker(FileStatus)
         case journal(FileStatus)
-        /// `SQLiteStore`'s database or one of its companion files: not the `FileStore`'s to count or
-        /// remove.
+        /// `SQLiteStore`'s database or one of its companion files, or the change counters: not the
+        /// `FileStore`'s to count or remove.
         case smallValues(FileStatus?)
         case shard(UInt8, FileStatus)
         /// A regular file with an entry's name, in its shard.

@@ -20,7 +20,10 @@ package enum StoreNames {
     package static let smallValues = ".haneke-values.sqlite"
     /// The names of SQLite's companion files of ``smallValues``.
     package static let smallValuesCompanions = ["-wal", "-shm", "-journal"].map { smallValues + $0 }
-    private static let smallValuesNames = ([smallValues] + smallValuesCompanions).map { Array($0.utf8) }
+    /// The counters of changes that the memory layers of the processes sharing the folder check
+    /// (`ChangeCounters`): walked as the database's files are, another layer's, not the files'.
+    package static let changes = ".haneke-changes"
+    private static let smallValuesNames = ([smallValues, changes] + smallValuesCompanions).map { Array($0.utf8) }
     private static let temporaryPrefix = Array(".haneke-tmp.".utf8)
     private static let temporaryCounter = Atomic<UInt64>(0)
 

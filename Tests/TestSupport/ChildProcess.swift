@@ -27,14 +27,17 @@ public enum ChildProcess {
         public let process: Process
         /// Its standard output.
         public let output: Pipe
+        /// The standard input of a child made by ``ChildProcess/start(_:_:)``.
+        public let input: Pipe?
         private let exit = Locked<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
         /// Its standard error, read to the end on a thread of its own from the start, so that the
         /// pipe never fills and stalls the child; nil when it is not captured.
         private let errors: Task<Data, Never>?
 
-        fileprivate init(process: Process, output: Pipe, errors: Pipe? = nil) {
+        fileprivate init(process: Process, output: Pipe, input: Pipe? = nil, errors: Pipe? = nil) {
             self.process = process
             self.output = output
+            self.input = input
             self.errors = errors.map { pipe in
                 let handle = pipe.fileHandleForReading
                 return Task { (try? await offThePool { handle.readDataToEndOfFile() }) ?? Data() }
@@ -67,6 +70,19 @@ public enum ChildProcess {
         public func kill(_ signal: Int32 = SIGKILL) async -> Int32 {
             _ = Foundation.kill(process.processIdentifier, signal)
             return await status()
+        }
+
+        /// Writes `text` and a newline to the process's standard input (a child made by
+        /// ``ChildProcess/start(_:_:)``), on a thread of its own.
+        public func writeLine(_ text: String) async throws {
+            guard let handle = input?.fileHandleForWriting else { return }
+            try await offThePool { handle.write(Data((text + "\n").utf8)) }
+        }
+
+        /// Writes `command` as a line and returns the line the process answers with.
+        public func ask(_ command: String) async throws -> String? {
+            try await writeLine(command)
+            return try await readLine()
         }
 
         /// Everything the process wrote to its standard output that ``readLine()`` has not read,
@@ -156,7 +172,7 @@ public enum ChildProcess {
         process.standardInput = inputPipe
         process.standardOutput = out
         process.standardError = err
-        let child = Running(process: process, output: out, errors: err)
+        let child = Running(process: process, output: out, input: inputPipe, errors: err)
         process.terminationHandler = { child.ended($0.terminationStatus) }
         do {
             try await launch(process)

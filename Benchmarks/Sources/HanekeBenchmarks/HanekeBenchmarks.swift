@@ -46,6 +46,7 @@ struct HanekeBenchmarks: AsyncParsableCommand {
             (["13"], HTTPPolicyBenchmarks.run),
             (["14"], IsolationBenchmarks.run),
             (["15"], MetricsBenchmarks.run),
+            (["16"], KeyValueCoherenceBenchmarks.run),
             (["R"], RedisStoreBenchmarks.run),
             (["RC"], CoherenceBenchmarks.run),
         ]

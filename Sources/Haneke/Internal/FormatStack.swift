@@ -5,6 +5,7 @@ import FileStore
 import Logging
 import MemoryStore
 import SQLiteStore
+import StoreFolders
 
 /// One format of a cache and its layers, with typed handles on the default layers (for sizes,
 /// statistics, preloading). The disk layer opens in the background (``OpeningStore``).
@@ -13,7 +14,9 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
     /// The format's layers behind the read-through path (single flights, write turns,
     /// write-backs). `Cache` passes the fetcher with each call; the path's own is never asked.
     var path: FetchingStore<AnyStore<String, Value>, ClosureFetcher<String, Value>>
-    var memory: MemoryStore<String, Value>?
+    /// The memory layer, whose entries are stale once another process sharing the folder changed
+    /// their key (``StampedMemory``).
+    var memory: StampedMemory<Value>?
     var disk: OpeningStore<FileStore>?
     /// The database of small values, when the format routes them there (``Format/smallValueThreshold``).
     var small: OpeningStore<SQLiteStore>?
@@ -61,12 +64,19 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         fetcherCounter: StatisticsCounter,
         executor: IOExecutor = .shared
     ) -> FormatStack {
-        let memory = MemoryStore<String, Value>(
-            countLimit: format.memoryCountLimit,
-            costLimit: format.memoryCostLimit,
-            name: "memory",
-            clock: clock,
-            cost: format.memoryCost ?? memoryCost()
+        let valueCost = format.memoryCost ?? memoryCost() ?? plainCost()
+        // The counters of changes that the processes sharing the folder make: opened with the
+        // folder, by whichever disk store opens first.
+        let counters = ChangeCounters()
+        let memory = StampedMemory(
+            base: MemoryStore<String, Stamped<Value>>(
+                countLimit: format.memoryCountLimit,
+                costLimit: format.memoryCostLimit,
+                name: "memory",
+                clock: clock,
+                cost: { valueCost($0.value) }
+            ),
+            counters: counters
         )
         func stack(over store: AnyStore<String, Value>) -> FormatStack {
             var stack = FormatStack(format: format, store: store, clock: clock, logger: logger, fetcherCounter: fetcherCounter)
@@ -80,11 +90,25 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
         let smallCapacity = format.smallValueThreshold == nil ? 0 : format.diskCapacity / 2
         let fileCapacity = format.diskCapacity - smallCapacity
         let disk = OpeningStore(name: "disk", executor: executor, logger: logger, what: folder) {
-            try FileStore(directory: folder, configuration: .init(capacity: fileCapacity, clock: clock), name: "disk", logger: logger, executor: executor)
+            let store = try FileStore(directory: folder, configuration: .init(capacity: fileCapacity, clock: clock), name: "disk", logger: logger, executor: executor)
+            try counters.open(in: SharedStoreFolder(path: folder, access: .owner))
+            return store
+        }
+        let small = format.smallValueThreshold == nil ? nil : OpeningStore(name: "disk-small", executor: executor, logger: logger, what: folder) {
+            let store = try SQLiteStore(
+                directory: folder, configuration: .init(capacity: smallCapacity, clock: clock, pageCacheSize: format.databasePageCacheSize),
+                name: "disk-small", logger: logger, executor: executor
+            )
+            try counters.open(in: SharedStoreFolder(path: folder, access: .owner))
+            return store
         }
         // Generic, so each chain keeps its concrete type until it is erased.
         func chainMemory(over lower: some Store<String, Value>) -> AnyStore<String, Value> {
-            memory.chained(to: lower, logger: logger).eraseToAnyStore()
+            CoherentChain(memory: memory, bottom: lower, logger: logger) {
+                // The first attempts to open the disk stores, either of which opens the counters.
+                _ = await small?.base
+                _ = await disk.base
+            }.eraseToAnyStore()
         }
         func over(_ bytes: some Store<String, Data>) -> FormatStack {
             guard format.compressesOnDisk else { return stack(over: chainMemory(over: bytes.coded(as: Value.self))) }
@@ -95,13 +119,7 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             return result
         }
         var result: FormatStack
-        if let threshold = format.smallValueThreshold {
-            let small = OpeningStore(name: "disk-small", executor: executor, logger: logger, what: folder) {
-                try SQLiteStore(
-                    directory: folder, configuration: .init(capacity: smallCapacity, clock: clock, pageCacheSize: format.databasePageCacheSize),
-                    name: "disk-small", logger: logger, executor: executor
-                )
-            }
+        if let threshold = format.smallValueThreshold, let small {
             result = over(small.routingLargeValues(over: threshold, to: disk))
             result.small = small
         } else {
@@ -119,6 +137,17 @@ struct FormatStack<Value: DataConvertible & DataRepresentable & Sendable>: Senda
             return nil   // MemoryStore's own default
         }
         return { value in (try? value.asData().count) ?? 1 }
+    }
+
+    /// `MemoryStore`'s default cost of a value: its bytes for `Data`, `String` and `[UInt8]`, its
+    /// ``CostMeasurable/cacheCost`` when it declares one, 1 otherwise (the memory layer keeps
+    /// values with their tags, which that default does not know).
+    static func plainCost() -> @Sendable (Value) -> Int {
+        if Value.self == Data.self { return { unsafeBitCast($0, to: Data.self).count } }
+        if Value.self == String.self { return { unsafeBitCast($0, to: String.self).utf8.count } }
+        if Value.self == [UInt8].self { return { unsafeBitCast($0, to: [UInt8].self).count } }
+        if Value.self is any CostMeasurable.Type { return { ($0 as? any CostMeasurable)?.cacheCost ?? 1 } }
+        return { _ in 1 }
     }
 
     /// Starts loading values from disk into memory, as the format's preload policy says, once the

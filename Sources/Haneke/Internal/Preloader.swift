@@ -2,6 +2,7 @@ import Foundation
 import HanekeProtocols
 import Logging
 import MemoryStore
+import StoreFolders
 
 /// Fills a format's memory layer from its disk layers in the background (Haneke's preload policies).
 enum Preloader {
@@ -12,7 +13,7 @@ enum Preloader {
         policy: PreloadPolicy,
         format: Format<Value>,
         engines: [any DiskEngine],
-        memory: MemoryStore<String, Value>,
+        memory: StampedMemory<Value>,
         decode: @Sendable (Data) throws -> Value,
         writes: WriteGate,
         logger: Logger
@@ -35,6 +36,8 @@ enum Preloader {
             if let limit = format.memoryCountLimit, memory.count >= limit { break }
             if let limit = format.memoryCostLimit, memory.totalCost >= limit { break }
             let mark = writes.mark(for: entry.key)
+            // Before the read: a change another process makes after it makes the value stale.
+            let tag = memory.counters.tag(forKey: entry.key)
             // The read runs on the engine's I/O queue, not on a cooperative thread, and gives way
             // to real requests between entries.
             guard !memory.containsValue(forKey: entry.key),
@@ -47,7 +50,7 @@ enum Preloader {
                 var attributes = stored.attributes
                 attributes.expiresAt = attributes.expiresAt ?? entry.expires
                 attributes.storedAt = attributes.storedAt ?? entry.created
-                return (try? memory.setEntry(StoreEntry(value: value, attributes: attributes), forKey: entry.key)) != nil
+                return (try? memory.setEntry(StoreEntry(value: value, attributes: attributes), forKey: entry.key, tag: tag)) != nil
             }
             if inserted == true { loaded += 1 }
             await Task.yield()
