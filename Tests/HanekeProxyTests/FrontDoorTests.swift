@@ -20,7 +20,7 @@ struct FrontDoorTests {
         try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(limits: limits, registry: ConnectionRegistry()))
         try channel.pipeline.syncOperations.configureHTTPServerPipeline()
         try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(
-            limits: limits,
+            limits: limits, budget: MemoryBudget(limit: limits.memoryBudget),
             respondAtOnce: { _ in ProxyResponse(status: 200, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) },
             respond: { _ in ProxyResponse(status: 500, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) }
         ))
@@ -123,9 +123,15 @@ struct FrontDoorTests {
 
 /// A bare TCP client on loopback from a chosen local address, to play slow or several peers.
 enum RawClient {
-    /// A connection from `address` to the port, reading nothing unless asked.
-    static func connect(port: Int, from address: String, group: any EventLoopGroup, collector: Collected? = nil) async throws -> any Channel {
-        try await ClientBootstrap(group: group)
+    /// A connection from `address` to the port, reading nothing unless asked. With `reading` false
+    /// it reads only when told (`channel.read()`), into a receive buffer of 4 KiB: a client that
+    /// does not read what it is sent.
+    static func connect(port: Int, from address: String, group: any EventLoopGroup, collector: Collected? = nil, reading: Bool = true) async throws -> any Channel {
+        var bootstrap = ClientBootstrap(group: group)
+        if !reading {
+            bootstrap = bootstrap.channelOption(.autoRead, value: false).channelOption(.socketOption(.so_rcvbuf), value: 4 << 10)
+        }
+        return try await bootstrap
             .bind(to: try SocketAddress(ipAddress: address, port: 0))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -38,7 +38,7 @@ struct ProxyCommandTests {
         let group = try await sharedEventLoops()
         let client = UpstreamClient(
             host: "127.0.0.1", port: port, authority: "127.0.0.1:\(port)", group: group,
-            maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 2
+            maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 2, budget: MemoryBudget(limit: 1 << 30)
         )
         defer { client.close() }
         let request = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/greeting")
