@@ -10,7 +10,9 @@ import Synchronization
 /// (within the limits) and writes the response. A request the proxy can answer at once (a fresh
 /// hit in memory) is answered on the connection's event loop; any other is answered by a task.
 /// Header size and count, request bodies, idle connections and the number of connections are
-/// bounded; a request past a limit is answered `400` or `413`, or refused at the connection.
+/// bounded; a request past a limit is answered `400` or `413`, or refused at the connection. The
+/// bytes held for requests and responses in flight, across connections, are bounded by one
+/// ``MemoryBudget`` (past it, `503`), and a response's body is written as the client reads it.
 /// Every phase of a request has a deadline (``RequestDeadlineHandler``): the head, the body's
 /// rate, the wait between requests. One peer may hold at most
 /// ``Limits-swift.struct/maximumConnectionsPerPeer`` connections; at the total, the connection

@@ -13,7 +13,7 @@ enum SlowClientBenchmarks {
 
     /// Measures both proxies, nginx first; `ports` are those of nginx and of a haneke proxy started
     /// with ``budget``, both in front of an origin serving `/n/big.bin` and `/h/big.bin`.
-    static func measure(nginxPort: Int, nginxPids: @Sendable () -> [Int32], hanekePort: Int, hanekePid: Int32, bodySize: Int) async throws -> [Row] {
+    static func measure(nginxPort: Int, nginxPids: @escaping @Sendable () -> [Int32], hanekePort: Int, hanekePid: Int32, bodySize: Int) async throws -> [Row] {
         let theirs = try await growth(port: nginxPort, path: "/n/big.bin", bodySize: bodySize, pids: nginxPids)
         let ours = try await growth(port: hanekePort, path: "/h/big.bin", bodySize: bodySize, pids: { [hanekePid] })
         let limit = Double(budget + (32 << 20)) / 1_048_576
@@ -28,7 +28,7 @@ enum SlowClientBenchmarks {
 
     /// What the processes' resident memory grew by, in MiB, while the slow clients hold their
     /// connections. Blocking sockets, on an I/O executor.
-    static func growth(port: Int, path: String, bodySize: Int, pids: @Sendable () -> [Int32]) async throws -> Double {
+    static func growth(port: Int, path: String, bodySize: Int, pids: @escaping @Sendable () -> [Int32]) async throws -> Double {
         try await IOExecutor.shared.run {
             // Stored, and read once whole, before the start is taken.
             let warm = try Socket(port: port)
