@@ -66,11 +66,14 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
     ///   - peek: Reads the memory layer in front of the cache's store synchronously (a
     ///     `MemoryStore`'s `entry(forKey:)`), so that fresh hits are answered on the connection's
     ///     event loop; `nil` (the default) when there is none.
+    ///   - budget: The budget of bytes in flight that upstream bodies are collected in, shared
+    ///     with the server's connections; `nil` (the default) for one of its own of
+    ///     ``ProxyServer/Limits-swift.struct/memoryBudget``'s default.
     ///   - logger: Where failures are logged.
     /// - Throws: `StoreError` with code `invalidKey` when `upstream` is not an `http` URL with a host.
     package init(
         upstream: URL, cache: HTTPCache<Storage>, group: any EventLoopGroup, configuration: Configuration = Configuration(),
-        peek: (@Sendable (String) -> StoreEntry<Data>?)? = nil, logger: Logger = Logger(label: "haneke.proxy")
+        peek: (@Sendable (String) -> StoreEntry<Data>?)? = nil, budget: MemoryBudget? = nil, logger: Logger = Logger(label: "haneke.proxy")
     ) throws {
         guard upstream.scheme == "http", let host = upstream.host, !host.isEmpty else {
             throw StoreError(.invalidKey, "The upstream \(Redaction.redactingURL(upstream.absoluteString)) is not an http URL with a host (https upstreams are not supported)")
@@ -88,7 +91,8 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         )
         self.upstream = UpstreamClient(
             host: host, port: port, authority: authority, group: group, maximumBodySize: configuration.maximumBodySize,
-            timeout: configuration.upstreamTimeout, maximumIdleConnections: configuration.maximumIdleConnections
+            timeout: configuration.upstreamTimeout, maximumIdleConnections: configuration.maximumIdleConnections,
+            budget: budget ?? MemoryBudget(limit: ProxyServer.Limits().memoryBudget)
         )
         self.gate = FetchGate(limit: configuration.maximumConcurrentFetches)
         self.peek = peek
@@ -210,20 +214,28 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
         return components.percentEncodedQuery.map { path + "?" + $0 } ?? path
     }
 
-    /// `502` (or `504` past the deadline, or for a stored response that must not be served stale)
-    /// with a fixed text: the cause, which may name the upstream's address, goes to the log only.
+    /// `502` (or `504` past the deadline, or for a stored response that must not be served stale;
+    /// `503` when the body did not fit the budget of bytes in flight) with a fixed text: the cause, which may name the upstream's address, goes to the log only.
     private func badGateway(_ error: any Error, _ request: HTTPCacheRequest, _ status: HTTPCacheStatus, gatewayTimeout: Bool) -> ProxyResponse {
         var status = status
-        let timedOut: Bool
-        if case UpstreamFailure.timedOut = error { timedOut = true } else { timedOut = false }
+        let (timedOut, overBudget) = switch error as? UpstreamFailure {
+        case .timedOut: (true, false)
+        case .overBudget: (false, true)
+        default: (false, false)
+        }
         status.detail = timedOut ? "upstream-timeout" : "upstream-error"
-        let answer = timedOut || gatewayTimeout ? 504 : 502
+        let answer = overBudget ? 503 : timedOut || gatewayTimeout ? 504 : 502
         logger.error("\(request.method) \(Redaction.redactingURL(request.uri)) answered \(answer): \(error)")
-        let text = answer == 504 ? "The upstream server did not answer in time.\n" : "The upstream server could not be reached.\n"
-        let headers: HTTPHeaderFields = [
+        let text = switch answer {
+        case 503: "The proxy is busy: too many bytes in flight. Try again shortly.\n"
+        case 504: "The upstream server did not answer in time.\n"
+        default: "The upstream server could not be reached.\n"
+        }
+        var headers: HTTPHeaderFields = [
             "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(text.utf8.count),
             "Cache-Control": "no-store", "Cache-Status": status.value,
         ]
+        if overBudget { headers.add(name: "Retry-After", value: "1") }
         return ProxyResponse(status: answer, headers: headers, body: ByteBuffer(string: text), interim: [])
     }
 }

@@ -1,3 +1,4 @@
+package import Foundation
 package import HTTPCaching
 package import NIOCore
 package import NIOHTTP1
@@ -41,19 +42,73 @@ package struct ProxyResponse: Sendable {
     package var status: Int
     /// The header fields, `Content-Length` and `Cache-Status` included.
     package var headers: HTTPHeaderFields
-    /// The body (empty for `HEAD`, `204` and `304`).
-    package var body: ByteBuffer
+    /// The body (empty for `HEAD`, `204` and `304`): bytes of this response's own, or a stored
+    /// body shared with the cache's memory layer and with every other response that writes it.
+    package var content: ProxyBody
     /// Informational responses to send first (such as `103 Early Hints`).
     package var interim: [HTTPResponseHead]
     /// Whether the connection closes once this is written.
     package var closesConnection = false
+
+    /// Creates a response with a body of its own.
+    /// - Parameters:
+    ///   - status: The status code.
+    ///   - headers: The header fields.
+    ///   - body: The body.
+    ///   - interim: Informational responses to send first.
+    ///   - closesConnection: Whether the connection closes once this is written; `false` by default.
+    package init(status: Int, headers: HTTPHeaderFields, body: ByteBuffer, interim: [HTTPResponseHead], closesConnection: Bool = false) {
+        self.status = status
+        self.headers = headers
+        self.content = .buffer(body)
+        self.interim = interim
+        self.closesConnection = closesConnection
+    }
+
+    /// The body's bytes in one buffer (a copy, for a stored body).
+    package var body: ByteBuffer {
+        switch content {
+        case .buffer(let buffer): buffer
+        case .stored(let data): ByteBuffer(bytes: data)
+        }
+    }
+}
+
+/// A response's body as the server writes it, a piece at a time as the client reads.
+package enum ProxyBody: Sendable {
+    /// Bytes of the response's own.
+    case buffer(ByteBuffer)
+    /// A stored body, shared and never copied whole: each piece is copied as it is written.
+    case stored(Data)
+
+    /// The body's length in bytes.
+    package var count: Int {
+        switch self {
+        case .buffer(let buffer): buffer.readableBytes
+        case .stored(let data): data.count
+        }
+    }
+
+    /// The bytes from `offset`, at most `length` of them.
+    func piece(at offset: Int, length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+        let length = min(length, count - offset)
+        switch self {
+        case .buffer(let buffer):
+            return buffer.getSlice(at: buffer.readerIndex + offset, length: length) ?? ByteBuffer()
+        case .stored(let data):
+            var piece = allocator.buffer(capacity: length)
+            data.withUnsafeBytes { _ = piece.writeBytes(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + length)])) }
+            return piece
+        }
+    }
 }
 
 extension ProxyResponse {
-    /// A response the cache made, to send as it is.
+    /// A response the cache made, to send as it is: its body shared, not copied.
     /// - Parameter response: The response.
     package init(_ response: HTTPResponse) {
-        self.init(status: response.status, headers: response.headers, body: ByteBuffer(bytes: response.body), interim: [])
+        self.init(status: response.status, headers: response.headers, body: ByteBuffer(), interim: [])
+        content = .stored(response.body)
     }
 }
 

@@ -10,7 +10,9 @@ import Synchronization
 /// (within the limits) and writes the response. A request the proxy can answer at once (a fresh
 /// hit in memory) is answered on the connection's event loop; any other is answered by a task.
 /// Header size and count, request bodies, idle connections and the number of connections are
-/// bounded; a request past a limit is answered `400` or `413`, or refused at the connection.
+/// bounded; a request past a limit is answered `400` or `413`, or refused at the connection. The
+/// bytes held for requests and responses in flight, across connections, are bounded by one
+/// ``MemoryBudget`` (past it, `503`), and a response's body is written as the client reads it.
 /// Every phase of a request has a deadline (``RequestDeadlineHandler``): the head, the body's
 /// rate, the wait between requests. One peer may hold at most
 /// ``Limits-swift.struct/maximumConnectionsPerPeer`` connections; at the total, the connection
@@ -45,6 +47,11 @@ package final class ProxyServer: Sendable {
         package var maximumHeaderBytes = 64 << 10
         /// `16 MiB` by default: the largest request body; a larger one answers `413`.
         package var maximumRequestBodySize = 16 << 20
+        /// `256 MiB` by default: the most bytes in flight across all connections (request bodies
+        /// being read, upstream bodies being collected, response bodies being written; see
+        /// ``MemoryBudget``). Past it, new requests are answered `503` with `Retry-After`. nginx
+        /// has no such bound: each connection's buffers are bounded alone.
+        package var memoryBudget = 256 << 20
         /// `90 seconds` by default: a connection on which nothing is read or written for this long
         /// is closed (an idle keep-alive connection, or a client that sends nothing; nginx:
         /// `keepalive_timeout` 75 s).
@@ -58,11 +65,14 @@ package final class ProxyServer: Sendable {
     package let address: SocketAddress
     private let listener: any Channel
     private let connections: ConnectionRegistry
+    /// The bytes in flight, and the most there may be.
+    package let budget: MemoryBudget
 
-    private init(address: SocketAddress, listener: any Channel, connections: ConnectionRegistry) {
+    private init(address: SocketAddress, listener: any Channel, connections: ConnectionRegistry, budget: MemoryBudget) {
         self.address = address
         self.listener = listener
         self.connections = connections
+        self.budget = budget
     }
 
     /// The port the server listens on.
@@ -80,13 +90,15 @@ package final class ProxyServer: Sendable {
     ///   - port: The port; 0 for any free one.
     ///   - limits: The limits.
     ///   - group: The event loops.
+    ///   - budget: The budget of bytes in flight, shared with the proxy's upstream side; `nil`
+    ///     (the default) for one of ``Limits-swift.struct/memoryBudget`` bytes of the server's own.
     ///   - respondAtOnce: Answers a request on the event loop, or returns `nil` to leave it to `respond`.
     ///   - respond: Answers each other request.
     /// - Returns: The running server.
     /// - Throws: `StoreError` with code `unavailable` when the address cannot be bound (in use, not
     ///   this machine's), naming it, with the system's error as its cause.
     package static func start(
-        host: String, port: Int, limits: Limits = Limits(), group: any EventLoopGroup,
+        host: String, port: Int, limits: Limits = Limits(), group: any EventLoopGroup, budget: MemoryBudget? = nil,
         respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse? = { _ in nil },
         respond: @escaping @Sendable (ProxyRequest) async -> ProxyResponse
     ) async throws -> ProxyServer {
@@ -97,6 +109,7 @@ package final class ProxyServer: Sendable {
             return decoderLimits
         }()
         let registry = ConnectionRegistry()
+        let budget = budget ?? MemoryBudget(limit: limits.memoryBudget)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
@@ -112,7 +125,7 @@ package final class ProxyServer: Sendable {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withOutboundHeaderValidation: true, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits
                     )
-                    try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, respondAtOnce: respondAtOnce, respond: respond))
+                    try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, budget: budget, respondAtOnce: respondAtOnce, respond: respond))
                 }
             }
         let listener: any Channel
@@ -128,7 +141,7 @@ package final class ProxyServer: Sendable {
             throw StoreError(.unavailable, "Cannot listen on \(shown)", cause: error, posixCode: (error as? IOError).flatMap { POSIXErrorCode(rawValue: $0.errnoCode) })
         }
         guard let address = listener.localAddress else { throw CancellationError() }
-        return ProxyServer(address: address, listener: listener, connections: registry)
+        return ProxyServer(address: address, listener: listener, connections: registry, budget: budget)
     }
 
     /// The host and port of a listening address as an operator writes it: `HOST:PORT` (an address
@@ -212,23 +225,62 @@ final class ConnectionRegistry: Sendable {
 }
 
 /// One client connection: collects each request, answers it at once or through a task, and writes
-/// the answer. HTTPServerPipelineHandler before it holds a pipelined request back until the answer
-/// to the one before is written, so there is one request at a time.
+/// the answer as the client reads it. HTTPServerPipelineHandler before it holds a pipelined request
+/// back until the answer to the one before is written, so there is one request at a time.
+///
+/// Every byte it holds is in the server's ``MemoryBudget``: a request body as it arrives, and a
+/// response body (a stored one once for all its writers) until its last piece is written. A body
+/// is written ``pieceSize`` bytes at a time, the next only once the socket takes it
+/// (`channelWritabilityChanged`), so a client that does not read holds one piece and its socket's
+/// buffers, not a copy of the body. A request that arrives while the budget is spent, or whose
+/// body or answer does not fit, is answered `503`.
 final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// The most bytes of a body handed to the socket at once: 64 KiB.
+    static let pieceSize = 64 << 10
+    /// A body of at most this many bytes (16 KiB) is written without a charge on the budget: the
+    /// fixed texts, small responses. All the connections' together stay under 16 MiB.
+    static let unchargedBodySize = 16 << 10
+
+    /// Why a request is answered by the connection, not the proxy.
+    private enum Refusal {
+        /// Its body is over the limit: `413`.
+        case tooLarge
+        /// The memory budget is spent: `503`.
+        case overBudget
+    }
+
+    /// A response being written.
+    private struct Writing {
+        var content: ProxyBody
+        /// The bytes of `content` handed to the socket so far.
+        var offset = 0
+        /// What `content` holds of the budget.
+        var charge: MemoryBudget.Charge?
+        var keepAlive: Bool
+    }
+
     private let limits: ProxyServer.Limits
+    private let budget: MemoryBudget
     private let respondAtOnce: @Sendable (ProxyRequest) -> ProxyResponse?
     private let respond: @Sendable (ProxyRequest) async -> ProxyResponse
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
-    private var tooLarge = false
+    /// The bytes of `body` taken from the budget.
+    private var heldForBody = 0
+    private var refusal: Refusal?
+    private var writing: Writing?
     /// Set once the connection is to close: whatever else arrives is ignored.
     private var closing = false
 
-    init(limits: ProxyServer.Limits, respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse?, respond: @escaping @Sendable (ProxyRequest) async -> ProxyResponse) {
+    init(
+        limits: ProxyServer.Limits, budget: MemoryBudget,
+        respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse?, respond: @escaping @Sendable (ProxyRequest) async -> ProxyResponse
+    ) {
         self.limits = limits
+        self.budget = budget
         self.respondAtOnce = respondAtOnce
         self.respond = respond
     }
@@ -238,48 +290,54 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         switch unwrapInboundIn(data) {
         case .head(let received):
             head = received
-            body = nil
-            tooLarge = false
+            dropBody()
+            refusal = budget.isSpent ? .overBudget : nil
             context.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.headReceived, promise: nil)
             // A client that waits for `100 Continue` before its body gets it, or at once a 413
-            // when the body it announces is over the limit.
+            // when the body it announces is over the limit (a 503 when the budget is spent).
             if received.version == .http1_1, received.headers["Expect"].contains(where: { $0.lowercased() == "100-continue" }) {
                 let announced = received.headers["Content-Length"].first.flatMap { Int($0) } ?? 0
-                if announced > limits.maximumRequestBodySize {
-                    refuseTooLarge(context: context, version: received.version)
+                if announced > limits.maximumRequestBodySize { refusal = .tooLarge }
+                if let refusal {
+                    refuse(refusal, context: context, version: received.version)
                     return
                 }
                 context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: received.version, status: .continue))), promise: nil)
             }
         case .body(var piece):
-            guard !tooLarge else { return }
+            guard refusal == nil else { return }
+            // A body past a limit is answered at once, without waiting for the rest of it.
             if (body?.readableBytes ?? 0) + piece.readableBytes > limits.maximumRequestBodySize {
-                tooLarge = true
-                body = nil
-            } else if body == nil {
-                body = piece
+                refuse(.tooLarge, context: context, version: head?.version ?? .http1_1)
+            } else if !budget.reserve(piece.readableBytes) {
+                refuse(.overBudget, context: context, version: head?.version ?? .http1_1)
             } else {
-                body!.writeBuffer(&piece)
+                heldForBody += piece.readableBytes
+                if body == nil { body = piece } else { body!.writeBuffer(&piece) }
             }
         case .end:
             guard let received = head else { return }
             head = nil
             context.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.requestReceived, promise: nil)
-            if tooLarge {
-                refuseTooLarge(context: context, version: received.version)
+            if let refusal {
+                refuse(refusal, context: context, version: received.version)
                 return
             }
             var request = ProxyRequest(method: received.method.name, target: received.uri, headers: HTTPHeaderFields(received.headers), body: body)
             request.peerAddress = context.channel.remoteAddress
             body = nil
+            let held = heldForBody
+            heldForBody = 0
             if let response = respondAtOnce(request) {
+                budget.release(held)
                 write(response, to: received, context: context)
                 return
             }
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            let respond = self.respond
+            let (respond, budget) = (self.respond, self.budget)
             Task {
                 let response = await respond(request)
+                budget.release(held)
                 bound.eventLoop.execute {
                     let (handler, context) = bound.value
                     handler.write(response, to: received, context: context)
@@ -288,9 +346,37 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         }
     }
 
-    /// Writes a response (its informational responses first, to HTTP/1.1 clients only) in one
-    /// flush, then closes the connection unless it stays open.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { writeMore(context: context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        dropBody()
+        if let charge = writing?.charge { budget.release(charge) }
+        writing = nil
+    }
+
+    /// Gives the request body being read back to the budget.
+    private func dropBody() {
+        body = nil
+        budget.release(heldForBody)
+        heldForBody = 0
+    }
+
+    /// Writes a response's head (its informational responses first, to HTTP/1.1 clients only) and
+    /// as much of its body as the socket takes; ``writeMore(context:)`` goes on. A body that does
+    /// not fit the budget is not written: `503` instead.
     private func write(_ response: ProxyResponse, to request: HTTPRequestHead, context: ChannelHandlerContext) {
+        guard context.channel.isActive, !closing else { return }
+        var charge: MemoryBudget.Charge?
+        if response.content.count > Self.unchargedBodySize {
+            charge = switch response.content {
+            case .buffer(let buffer): budget.charge(bytes: buffer.readableBytes)
+            case .stored(let data): budget.charge(data)
+            }
+            guard charge != nil else { return refuse(.overBudget, context: context, version: request.version) }
+        }
         for interim in response.interim where request.version == .http1_1 {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: interim.status, headers: interim.headers))), promise: nil)
         }
@@ -302,27 +388,57 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             headers.replaceOrAdd(name: "Connection", value: "keep-alive")
         }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers))), promise: nil)
-        if response.body.readableBytes > 0 {
-            context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+        writing = Writing(content: response.content, charge: charge, keepAlive: keepAlive)
+        writeMore(context: context)
+    }
+
+    /// Hands the socket pieces of the body being written while it takes them, then the end: the
+    /// budget gets the body's bytes back once the end is written (or the connection closes), and
+    /// the connection then waits for the next request or closes.
+    private func writeMore(context: ChannelHandlerContext) {
+        guard var current = writing else { return }
+        while current.offset < current.content.count, context.channel.isWritable {
+            let piece = current.content.piece(at: current.offset, length: Self.pieceSize, allocator: context.channel.allocator)
+            current.offset += piece.readableBytes
+            context.write(wrapOutboundOut(.body(.byteBuffer(piece))), promise: nil)
         }
-        if keepAlive {
+        guard current.offset >= current.content.count else {
+            writing = current
+            context.flush()
+            return
+        }
+        writing = nil
+        let (budget, charge) = (self.budget, current.charge)
+        if current.keepAlive {
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenSuccess {
-                bound.value.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.responseSent, promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { result in
+                if let charge { budget.release(charge) }
+                if case .success = result {
+                    bound.value.triggerUserOutboundEvent(RequestDeadlineHandler.Phase.responseSent, promise: nil)
+                }
             }
         } else {
             closing = true
             let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                if let charge { budget.release(charge) }
+                channel.close(promise: nil)
+            }
         }
     }
 
-    /// Answers `413` for a body over the limit, then closes the connection.
-    private func refuseTooLarge(context: ChannelHandlerContext, version: HTTPVersion) {
+    /// Answers `413` for a body over the limit, or `503` while the budget is spent, then closes
+    /// the connection.
+    private func refuse(_ refusal: Refusal, context: ChannelHandlerContext, version: HTTPVersion) {
         closing = true
-        let text = "The request body is larger than \(limits.maximumRequestBodySize) bytes\n"
-        let headers: HTTPHeaders = ["Content-Length": String(text.utf8.count), "Connection": "close"]
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: .payloadTooLarge, headers: headers))), promise: nil)
+        dropBody()
+        let (status, text, retry): (HTTPResponseStatus, String, Bool) = switch refusal {
+        case .tooLarge: (.payloadTooLarge, "The request body is larger than \(limits.maximumRequestBodySize) bytes\n", false)
+        case .overBudget: (.serviceUnavailable, "The proxy is busy: too many bytes in flight. Try again shortly.\n", true)
+        }
+        var headers: HTTPHeaders = ["Content-Length": String(text.utf8.count), "Connection": "close", "Cache-Control": "no-store"]
+        if retry { headers.add(name: "Retry-After", value: "1") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }

@@ -27,6 +27,8 @@ enum UpstreamFailure: Error, CustomStringConvertible {
     case closed(started: Bool)
     /// The body passed the limit.
     case tooLarge(limit: Int)
+    /// The body did not fit the proxy's budget of bytes in flight.
+    case overBudget(limit: Int)
     /// No whole response within the deadline.
     case timedOut(Duration)
     /// The connection could not be made.
@@ -36,6 +38,7 @@ enum UpstreamFailure: Error, CustomStringConvertible {
         switch self {
         case .closed(let started): started ? "the upstream closed the connection in the middle of a response" : "the upstream closed the connection before responding"
         case .tooLarge(let limit): "the upstream's response body passed the limit of \(limit) bytes"
+        case .overBudget(let limit): "the upstream's response body did not fit the budget of \(limit) bytes in flight"
         case .timedOut(let limit): "the upstream sent no whole response within \(limit)"
         case .unreachable(let error): "the upstream could not be reached: \(error)"
         }
@@ -43,7 +46,8 @@ enum UpstreamFailure: Error, CustomStringConvertible {
 }
 
 /// HTTP/1.1 to one upstream server over a pool of keep-alive connections, one exchange per
-/// connection at a time. Bodies are collected whole, within a limit.
+/// connection at a time. Bodies are collected whole, within a limit, their bytes held in the
+/// proxy's ``MemoryBudget`` while they arrive.
 ///
 /// Concurrency: the pool of idle connections is one `Mutex`; each connection's state is its
 /// `ExchangeHandler`'s, touched only on the connection's event loop.
@@ -56,9 +60,10 @@ final class UpstreamClient: Sendable {
     private let maximumBodySize: Int
     private let timeout: Duration
     private let maximumIdleConnections: Int
+    private let budget: MemoryBudget
     private let idle = Mutex<[any Channel]>([])
 
-    init(host: String, port: Int, authority: String, group: any EventLoopGroup, maximumBodySize: Int, timeout: Duration, maximumIdleConnections: Int) {
+    init(host: String, port: Int, authority: String, group: any EventLoopGroup, maximumBodySize: Int, timeout: Duration, maximumIdleConnections: Int, budget: MemoryBudget) {
         self.host = host
         self.port = port
         self.authority = authority
@@ -66,6 +71,7 @@ final class UpstreamClient: Sendable {
         self.maximumBodySize = maximumBodySize
         self.timeout = timeout
         self.maximumIdleConnections = maximumIdleConnections
+        self.budget = budget
     }
 
     /// Sends a request and returns the upstream's whole response. A request that fails on a
@@ -110,7 +116,7 @@ final class UpstreamClient: Sendable {
     }
 
     private func connect() async throws -> any Channel {
-        let limit = maximumBodySize
+        let (limit, budget) = (maximumBodySize, self.budget)
         do {
             return try await ClientBootstrap(group: group)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -120,7 +126,7 @@ final class UpstreamClient: Sendable {
                         try channel.pipeline.syncOperations.addHandlers([
                             HTTPRequestEncoder(),
                             ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward)),
-                            ExchangeHandler(maximumBodySize: limit),
+                            ExchangeHandler(maximumBodySize: limit, budget: budget),
                         ])
                     }
                 }
@@ -178,6 +184,9 @@ final class ExchangeHandler: ChannelDuplexHandler {
     static let maximumInterimResponses = 8
 
     private let maximumBodySize: Int
+    private let budget: MemoryBudget
+    /// The bytes of `body` taken from the budget, given back when the exchange ends.
+    private var held = 0
     private var pending: EventLoopPromise<UpstreamResponse>?
     private var head: HTTPResponseHead?
     private var interim: [HTTPResponseHead] = []
@@ -185,8 +194,9 @@ final class ExchangeHandler: ChannelDuplexHandler {
     /// Set once the upstream sent a response to no request: the connection is closing.
     private var unsolicited = false
 
-    init(maximumBodySize: Int) {
+    init(maximumBodySize: Int, budget: MemoryBudget) {
         self.maximumBodySize = maximumBodySize
+        self.budget = budget
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -232,11 +242,18 @@ final class ExchangeHandler: ChannelDuplexHandler {
                 context.close(promise: nil)
                 return
             }
+            guard budget.reserve(piece.readableBytes) else {
+                fail(UpstreamFailure.overBudget(limit: budget.limit))
+                context.close(promise: nil)
+                return
+            }
+            held += piece.readableBytes
             body.writeBuffer(&piece)
         case .end:
             guard let head, let pending else { return }
             self.pending = nil
             self.head = nil
+            releaseBody()
             pending.succeed(UpstreamResponse(head: head, body: body, interim: interim))
             body = ByteBuffer()
         }
@@ -252,7 +269,19 @@ final class ExchangeHandler: ChannelDuplexHandler {
         context.close(promise: nil)
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        releaseBody()
+    }
+
+    /// Gives the collected body's bytes back to the budget: from here the response holds them.
+    private func releaseBody() {
+        budget.release(held)
+        held = 0
+    }
+
     private func fail(_ error: any Error) {
+        releaseBody()
+        body.clear()
         let pending = self.pending
         self.pending = nil
         pending?.fail(error)

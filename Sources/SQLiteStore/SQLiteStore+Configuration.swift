@@ -51,6 +51,9 @@ extension SQLiteStore {
         /// opening. Processes sharing the database may use different policies: every store keeps
         /// both policies' state up to date.
         public var evictionPolicy: EvictionPolicy
+        /// Where SQLite's log is copied into the database: `.background` by default (the only
+        /// choice for a store in use; benchmarks measure the others beside it).
+        @_spi(Benchmarks) public var checkpointing: Checkpointing = .background
 
         /// Creates a configuration.
         /// - Parameters:
@@ -90,5 +93,19 @@ extension SQLiteStore {
             self.pageCacheSize = pageCacheSize
             self.evictionPolicy = evictionPolicy
         }
+    }
+
+    /// Where SQLite's log is copied into the database (a checkpoint), for benchmarks to compare.
+    @_spi(Benchmarks) public enum Checkpointing: Sendable, Hashable {
+        /// On a job of the store's executor, with a connection of its own, once the log holds half
+        /// its room; a commit runs a blocking checkpoint itself only once the log holds all of it.
+        case background
+        /// On the commit that takes the log past half its room (a passive checkpoint), or past three
+        /// quarters (a blocking one): the store's behaviour before `.background`.
+        case commits
+        /// SQLite's automatic (passive) checkpoint on the commit that takes the log past its room,
+        /// and nothing that bounds it when other processes keep reading it: the store's behaviour
+        /// before it ran its own checkpoints.
+        case sqlite
     }
 }

@@ -47,7 +47,13 @@ import StoreFolders
 ///   room kept for SQLite's log. Each write is a transaction under SQLite's lock (a writer waits
 ///   ``Configuration/busyTimeout`` for another's, then fails with `unavailable`). The store runs
 ///   its own checkpoints, so that the log stays within its room while other processes read it:
-///   SQLite's own would let it grow without bound.
+///   SQLite's own would let it grow without bound. They run on the store's ``executor``, on a
+///   connection of their own: a set whose commit takes the log past half its room asks for one
+///   and returns; past three quarters the job starts the log over (writers wait for the lock
+///   while it copies what is left, but run nothing). Only a commit that takes the log to all of
+///   its room — the job fell that far behind — truncates it itself. A store with
+///   ``Configuration/exclusiveAccess`` runs them on its commits, as no other connection can
+///   open the database.
 /// - The database's files are opened, deleted and tested through the folder held open, never
 ///   through its path; a database deleted or replaced under the store is opened again at the next
 ///   change, which is made there.
@@ -74,11 +80,17 @@ public final class SQLiteStore: Store {
     let folder: SharedStoreFolder
     let state: Locked<State>
     let counter = StatisticsCounter()
+    /// Copies SQLite's log into the database off the writers' path; `nil` for a store with
+    /// ``Configuration/exclusiveAccess`` (no other connection can open the database: its commits
+    /// run the checkpoints).
+    let checkpointer: Checkpointer?
     /// The bytes of the database's pages.
     static let pageSize = 4_096
-    /// The log's scale, in pages: a sixteenth of the capacity, from 8 to 1,000. A commit copies the
-    /// log into the database once it holds half of this; once it holds three quarters (other
-    /// processes kept it from starting over), the commit waits for their readers and truncates it.
+    /// The log's scale, in pages: a sixteenth of the capacity, from 8 to 1,000. Once the log holds
+    /// half of this, a commit asks the ``checkpointer`` to copy it into the database, on the
+    /// executor; past three quarters, the checkpointer starts it over, waiting for readers. Only
+    /// once it holds all of it (the checkpointer fell behind) does a commit wait for readers and
+    /// truncate it itself.
     let logPages: Int
     /// The bytes kept within the capacity for the log and its index: twice ``logPages`` and a
     /// margin, so that the log stays within it while several processes write at once (each
@@ -152,6 +164,20 @@ public final class SQLiteStore: Store {
         logPages = Self.logPages(forCapacity: configuration.capacity)
         reserve = Self.logRoom(forCapacity: configuration.capacity)
         let database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
+        if Self.checkpointing(configuration) == .background {
+            let (folder, logPages) = (folder, logPages)
+            let checkpointer = Checkpointer(executor: executor) {
+                // A small page cache: a checkpoint copies the log's pages without it.
+                try Database(
+                    folder: folder, readOnly: false, durable: configuration.durableWrites, pageSize: Self.pageSize,
+                    walPages: logPages, busyTimeout: configuration.busyTimeout, cacheSize: 256 << 10
+                )
+            }
+            database.checkpointer = checkpointer
+            self.checkpointer = checkpointer
+        } else {
+            checkpointer = nil
+        }
         var state = State(database: database)
         if configuration.evictionPolicy == .adaptive, let capacity = configuration.capacity {
             state.balance = SmallQueueBalance(countLimit: nil, costLimit: capacity)
@@ -189,10 +215,19 @@ public final class SQLiteStore: Store {
     /// checkpointed and deleted) — not whenever the executor lets go of the job.
     deinit {
         let (database, uses) = state.withLock { ($0.database, $0.uses) }
+        let checkpointer = checkpointer
         executor.submit {
             try? database.touch(uses)
+            checkpointer?.close()
             database.close()
         }
+    }
+
+    /// Where a store of `configuration` copies SQLite's log into the database: the
+    /// configuration's choice, except by the commits for a store with exclusive access (no other
+    /// connection can open the database).
+    static func checkpointing(_ configuration: Configuration) -> Checkpointing {
+        configuration.exclusiveAccess && configuration.checkpointing == .background ? .commits : configuration.checkpointing
     }
 
     static func openDatabase(in folder: SharedStoreFolder, configuration: Configuration, logPages: Int) throws -> Database {
@@ -201,7 +236,7 @@ public final class SQLiteStore: Store {
         let database = try Database(
             folder: folder, readOnly: false, durable: configuration.durableWrites, pageSize: pageSize,
             walPages: logPages, busyTimeout: configuration.busyTimeout, exclusive: configuration.exclusiveAccess,
-            cacheSize: configuration.pageCacheSize, upgrade: true
+            cacheSize: configuration.pageCacheSize, upgrade: true, checkpointing: checkpointing(configuration)
         )
         database.recordOpenedCompanions()
         return database
@@ -675,12 +710,15 @@ public final class SQLiteStore: Store {
         // Compared while the connection still holds them open, so that no other file can have
         // taken their inodes; removed once it has closed.
         let stale = moved.openedCompanions.filter { folder.identity(of: $0.key) == $0.value }
+        // The checkpointer's connection first, so that the store's is the last one to the old files.
+        checkpointer?.closeConnection()
         moved.close()
         _ = try folder.reopenIfDeleted()
         for (name, identity) in stale where folder.identity(of: name) == identity {
             try folder.removeFile(name)
         }
         state.database = try Self.openDatabase(in: folder, configuration: configuration, logPages: logPages)
+        state.database.checkpointer = checkpointer
         state.uses = [:]
         return try body(state.database)
     }

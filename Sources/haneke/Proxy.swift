@@ -57,6 +57,12 @@ struct Proxy: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("The most the cache may hold: bytes or a number with K, M, G or T.", valueName: "size"))
     var capacity = ByteSize(bytes: 1 << 30)
 
+    @Option(name: .customLong("memory-budget"), parsing: .unconditional, help: ArgumentHelp(
+        "The most bytes in flight across all connections (request bodies, upstream bodies, responses being written): bytes or a number with K, M, G or T. Past it, new requests get 503.",
+        valueName: "size"
+    ))
+    var memoryBudget = ByteSize(bytes: ProxyServer.Limits().memoryBudget)
+
     @Flag(name: .customLong("private"), help: "Cache as one user's cache: keep private responses, ignore s-maxage.")
     var isPrivate = false
 
@@ -118,11 +124,16 @@ struct Proxy: AsyncParsableCommand {
         configuration.trustedFields = Set(trustedHeaders.map { $0.lowercased() })
         configuration.keyedFields = keyedHeaders.map { $0.lowercased() }
         let cache = HTTPCache(storage: storage, policy: policy)
-        let proxy = try CachingProxy(upstream: upstreamURL, cache: cache, group: group, configuration: configuration, peek: { memory.entry(forKey: $0) }, logger: logger)
+        var limits = ProxyServer.Limits()
+        limits.memoryBudget = memoryBudget.bytes
+        let budget = MemoryBudget(limit: limits.memoryBudget)
+        let proxy = try CachingProxy(
+            upstream: upstreamURL, cache: cache, group: group, configuration: configuration, peek: { memory.entry(forKey: $0) }, budget: budget, logger: logger
+        )
         let server: ProxyServer
         do {
             server = try await ProxyServer.start(
-                host: host, port: port, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
+                host: host, port: port, limits: limits, group: group, budget: budget, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
             )
         } catch {
             await proxy.shutdown()

@@ -20,7 +20,7 @@ struct FrontDoorTests {
         try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(limits: limits, registry: ConnectionRegistry()))
         try channel.pipeline.syncOperations.configureHTTPServerPipeline()
         try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(
-            limits: limits,
+            limits: limits, budget: MemoryBudget(limit: limits.memoryBudget),
             respondAtOnce: { _ in ProxyResponse(status: 200, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) },
             respond: { _ in ProxyResponse(status: 500, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) }
         ))
@@ -117,48 +117,6 @@ struct FrontDoorTests {
             try await idle.closeFuture.get()
             #expect(busy.allSatisfy { $0.isActive })
             for channel in busy { try? await channel.close() }
-        }
-    }
-}
-
-/// A bare TCP client on loopback from a chosen local address, to play slow or several peers.
-enum RawClient {
-    /// A connection from `address` to the port, reading nothing unless asked.
-    static func connect(port: Int, from address: String, group: any EventLoopGroup, collector: Collected? = nil) async throws -> any Channel {
-        try await ClientBootstrap(group: group)
-            .bind(to: try SocketAddress(ipAddress: address, port: 0))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let collector { try channel.pipeline.syncOperations.addHandler(Collecting(collected: collector)) }
-                }
-            }
-            .connect(host: "127.0.0.1", port: port)
-            .get()
-    }
-
-    /// Sends `request` from `address` and returns what came back before the server's answer
-    /// ended the exchange (the connection closes after it: the request asks for no keep-alive).
-    static func exchange(_ request: String, port: Int, from address: String, group: any EventLoopGroup) async throws -> String {
-        let collected = Collected()
-        let channel = try await connect(port: port, from: address, group: group, collector: collected)
-        try await channel.writeAndFlush(ByteBuffer(string: request.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: close\r\n\r\n")))
-        try await channel.closeFuture.get()
-        return collected.text
-    }
-
-    /// The bytes a connection received.
-    final class Collected: Sendable {
-        private let bytes = Mutex("")
-        var text: String { bytes.withLock { $0 } }
-        func append(_ text: String) { bytes.withLock { $0 += text } }
-    }
-
-    private final class Collecting: ChannelInboundHandler {
-        typealias InboundIn = ByteBuffer
-        let collected: Collected
-        init(collected: Collected) { self.collected = collected }
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            collected.append(String(buffer: unwrapInboundIn(data)))
         }
     }
 }

@@ -20,7 +20,7 @@ struct ProxyServerTests {
             try await withServer(server, shutdown: { await $0.shutdown() }) { server in
                 let client = UpstreamClient(
                     host: "127.0.0.1", port: server.port, authority: "127.0.0.1:\(server.port)", group: group,
-                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 4
+                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 4, budget: MemoryBudget(limit: 1 << 30)
                 )
                 defer { client.close() }
                 try await body(fixture, client)

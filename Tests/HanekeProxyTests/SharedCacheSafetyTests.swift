@@ -289,7 +289,7 @@ struct SharedCacheSafetyTests {
             try await withServer(server, shutdown: { await $0.shutdown() }) { server in
                 let client = UpstreamClient(
                     host: "127.0.0.1", port: server.port, authority: "127.0.0.1:\(server.port)", group: group,
-                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 1
+                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 1, budget: MemoryBudget(limit: 1 << 30)
                 )
                 defer { client.close() }
                 let trace = try await client.send(HTTPRequestHead(version: .http1_1, method: .TRACE, uri: "/"), body: nil)

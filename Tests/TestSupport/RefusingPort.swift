@@ -1,6 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+// NIO's C module declares the socket types too; when the compiler takes them from there, their
+// members need its import (MemberImportVisibility).
+#if canImport(CNIOLinux)
+import CNIOLinux
+#endif
 
 /// A loopback TCP port that refuses connections for as long as the value lives: a socket is bound
 /// to it and never listens, so no other test's server can be given the port meanwhile (a port

@@ -4,7 +4,7 @@ import Foundation
 import HanekeProtocols
 import HanekeTesting
 import MemoryStore
-import SQLiteStore
+@_spi(Benchmarks) import SQLiteStore
 
 #if canImport(Glibc)
 import Glibc
@@ -21,6 +21,10 @@ import Glibc
 ///   peer's `Cache.set`), then every key read in one seeded random order (the sync and the async
 ///   get; through a chain with an empty memory store in front, for the compressed file store; the
 ///   peer's `Cache.get`). Each call is timed alone; p50 and p99 over every call of every round.
+/// - The SQLite stores' synchronous set, on the I/O executor, into a new folder of their own each
+///   round; beside it the same store with SQLite's automatic checkpoint and no bound on its log
+///   (`SQLiteStore, SQLite's checkpoints`, the store before it ran its own checkpoints), whose
+///   sync set p99 is each SQLite store's baseline in a row of its own.
 /// - Open: each engine that measures it, and diskcache, filled with 100,000 values of 512 bytes
 ///   (1,000 with `--smoke`); a new store on the folder and one get, timed together, in process.
 /// - Disk: `st_blocks` × 512 over the last round's folder, the stores closed, per payload byte.
@@ -61,6 +65,8 @@ enum PeerBenchmarks {
         var measuresOpen = false
         /// Whether `Opened.syncGet` is there.
         var hasSyncGet = false
+        /// Whether each round also times `Opened.syncSet` into a folder of its own.
+        var measuresSyncSet = false
         var open: @Sendable (String) throws -> Opened
     }
 
@@ -83,9 +89,10 @@ enum PeerBenchmarks {
         make: @escaping @Sendable (String) throws -> S,
         syncGet: (@Sendable (S, String) throws -> Data?)? = nil,
         syncSet: (@Sendable (S, Data, String) throws -> Void)? = nil,
+        measuresSyncSet: Bool = false,
         flush: @escaping @Sendable (S) throws -> Void = { _ in }
     ) -> Engine {
-        Engine(name: name, measuresOpen: measuresOpen, hasSyncGet: syncGet != nil) { directory in
+        Engine(name: name, measuresOpen: measuresOpen, hasSyncGet: syncGet != nil, measuresSyncSet: measuresSyncSet) { directory in
             let store = try make(directory)
             let get: @Sendable (String) async throws -> Data? = { key in try await store.value(forKey: key) }
             let set: @Sendable (Data, String) async throws -> Void = { value, key in try await store.setValue(value, forKey: key) }
@@ -121,14 +128,26 @@ enum PeerBenchmarks {
         engine(
             "SQLiteStore", measuresOpen: true,
             make: { try SQLiteStore(directory: $0, configuration: .init(capacity: nil)) },
-            syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) },
+            syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) }, measuresSyncSet: true,
+            flush: { try $0.flush() }
+        ),
+        // The baseline of the SQLite stores' set p99: SQLite's own checkpoints, on the commit that
+        // fills the log, and no bound on the log with several processes.
+        engine(
+            sqliteBaseline,
+            make: { folder in
+                var configuration = SQLiteStore.Configuration(capacity: nil)
+                configuration.checkpointing = .sqlite
+                return try SQLiteStore(directory: folder, configuration: configuration)
+            },
+            syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) }, measuresSyncSet: true,
             flush: { try $0.flush() }
         ),
         // The same store keeping its database locked while it lives: no per-transaction file locks.
         engine(
             "SQLiteStore, exclusive",
             make: { try SQLiteStore(directory: $0, configuration: .init(capacity: nil, exclusiveAccess: true)) },
-            syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) },
+            syncGet: { try $0.value(forKey: $1) }, syncSet: { try $0.setValue($1, forKey: $2) }, measuresSyncSet: true,
             flush: { try $0.flush() }
         ),
         // Values of up to 16 KiB in an SQLiteStore, larger ones as files, in one folder (all of this
@@ -142,6 +161,9 @@ enum PeerBenchmarks {
             flush: { try $0.small.flush(); try $0.large.flush() }
         ),
     ]
+
+    /// The engine whose sync set p99 is the SQLite stores' baseline.
+    static let sqliteBaseline = "SQLiteStore, SQLite's checkpoints"
 
     /// `FileStore(...).compressed()`, keeping the file store for its flush. It forwards every read
     /// and write a chain makes, entries with their attributes included: with `Store`'s defaults
@@ -217,6 +239,16 @@ enum PeerBenchmarks {
             if round % 2 == 1 { passes.reverse() }
             for (name, pass) in passes { ours.add(name, try await pass()) }
             try await IOExecutor.shared.run { try opened.flush() }
+            if engine.measuresSyncSet {
+                // A new store in a folder of its own: every set inserts, as the async pass's.
+                let samples = try await IOExecutor.shared.run {
+                    let fresh = try engine.open(folder + "-sync")
+                    guard let syncSet = fresh.syncSet else { return [Double]() }
+                    return try timedSync(Array(data.keys.indices), expecting: nil) { try syncSet(data.values[$0], data.keys[$0]); return nil }
+                }
+                ours.add("\(engine.name) sync set", samples)
+                RawFiles.removeDirectory(folder + "-sync")
+            }
         }
 
         for round in 0..<rounds {
@@ -243,6 +275,19 @@ enum PeerBenchmarks {
                 rows += latencyRows(engine: engine.name, variant: variant, ours: ours, theirs: theirs, count: nil, rounds: rounds)
             }
         }
+        // Each SQLite store's sync set p99 against the baseline's, measured in the same rounds.
+        let baseline = ours.values["\(sqliteBaseline) sync set"] ?? []
+        for engine in engines where engine.measuresSyncSet && engine.name != sqliteBaseline && !baseline.isEmpty {
+            guard let samples = ours.values["\(engine.name) sync set"], !samples.isEmpty else { continue }
+            let p99 = Measure.percentile(samples, 99), baselineP99 = Measure.percentile(baseline, 99)
+            rows.append(Row(
+                workload: "9", name: "\(engine.name) sync set p99 vs SQLite's checkpoints", variant: variant,
+                subject: Figure(label: "p99", value: p99, unit: "µs"),
+                baseline: Figure(label: "SQLite's checkpoints p99", value: baselineP99, unit: "µs"),
+                ratio: baselineP99 / p99, goal: "≥ 0.67× (within 1.5×)", met: p99 <= 1.5 * baselineP99,
+                note: "the same store with SQLite's automatic checkpoint and an unbounded log, in the same rounds"
+            ))
+        }
         for engine in engines {
             guard let folder = folders[engine.name] else { continue }
             let bytes = Double(try await IOExecutor.shared.run { DiskUsage.bytes(folder) })
@@ -267,20 +312,21 @@ enum PeerBenchmarks {
         var rows: [Row] = []
         for (name, samples) in ours.values.sorted(by: { $0.key < $1.key }) where name.hasPrefix(engine + " ") {
             let isSet = name.hasSuffix(" set")
+            let isAsync = isSet && !name.hasSuffix(" sync set")
             let peer = theirs.values[isSet ? "set" : "get"] ?? []
             let peerLabel = isSet ? "diskcache set" : "diskcache get"
             let p50 = Measure.percentile(samples, 50), peerP50 = Measure.percentile(peer, 50)
             let p99 = Measure.percentile(samples, 99), peerP99 = Measure.percentile(peer, 99)
             let goal = isSet ? 1.5 : 1.3
             rows.append(Row(
-                workload: "9", name: name + (isSet ? " (async)" : ""), variant: variant,
+                workload: "9", name: name + (isAsync ? " (async)" : ""), variant: variant,
                 subject: Figure(label: "p50", value: p50, unit: "µs"),
                 baseline: Figure(label: peerLabel + " p50", value: peerP50, unit: "µs"),
                 ratio: peerP50 / p50, goal: String(format: "≥ %.1f×", goal), met: peerP50 / p50 >= goal,
                 note: count.map { String(format: "%d keys × %d rounds, alternating with diskcache's rounds; mean %.1f µs, diskcache %.1f µs", $0, rounds, mean(samples), mean(peer)) }
             ))
             rows.append(Row(
-                workload: "9", name: name + (isSet ? " (async)" : "") + " p99", variant: variant,
+                workload: "9", name: name + (isAsync ? " (async)" : "") + " p99", variant: variant,
                 subject: Figure(label: "p99", value: p99, unit: "µs"),
                 baseline: Figure(label: peerLabel + " p99", value: peerP99, unit: "µs"),
                 ratio: peerP99 / p99, goal: "≥ 1× (no worse)", met: peerP99 / p99 >= 1
@@ -387,14 +433,14 @@ enum PeerBenchmarks {
         return samples
     }
 
-    static func timedSync(_ indices: [Int], expecting expected: [Data], _ call: (Int) throws -> Data?) throws -> [Double] {
+    static func timedSync(_ indices: [Int], expecting expected: [Data]?, _ call: (Int) throws -> Data?) throws -> [Double] {
         var samples: [Double] = []
         samples.reserveCapacity(indices.count)
         for index in indices {
             let start = ContinuousClock.now
             let value = try call(index)
             samples.append(ChainBenchmarks.microseconds(ContinuousClock.now - start))
-            precondition(value == expected[index], "a store returned a wrong value")
+            if let expected { precondition(value == expected[index], "a store returned a wrong value") }
         }
         return samples
     }

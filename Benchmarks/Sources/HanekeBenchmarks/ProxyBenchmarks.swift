@@ -6,7 +6,8 @@ import HanekeProtocols
 /// `Cache-Control: max-age=3600`; `tcp_nopush` is left off, as with it nginx answered one
 /// 64 KiB request per 40 ms over one connection), measured by wrk: cached 4 KiB and 64 KiB responses over 1 and 64
 /// connections, rounds alternating between the two proxies. Goals: at least 0.8× nginx's
-/// requests per second, and a p99 at most 2× nginx's.
+/// requests per second, and a p99 at most 2× nginx's. Then the slow clients of
+/// ``SlowClientBenchmarks``, against a second haneke proxy with a budget of bytes in flight.
 enum ProxyBenchmarks {
     static func run(_ scale: Scale) async throws -> [Row] {
         let nginx = try Tools.require("/usr/sbin/nginx", package: "nginx-light")
@@ -17,12 +18,14 @@ enum ProxyBenchmarks {
             throw Tools.Failure(message: "\(haneke) is missing: `swift build -c release --product haneke` in Benchmarks builds it (make bench does)")
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("haneke-bench-proxy-\(getpid())").path
-        let ports = (origin: try freePort(), nginx: try freePort(), haneke: try freePort())
+        let ports = (origin: try freePort(), nginx: try freePort(), haneke: try freePort(), budgeted: try freePort())
         var proxy: HanekeProxyProcess?
+        var budgeted: HanekeProxyProcess?
         // Stopping both proxies and removing the folder wait for the system: off the cooperative pool.
         func cleanUp() async {
-            _ = try? await IOExecutor.shared.run { [proxy] in
+            _ = try? await IOExecutor.shared.run { [proxy, budgeted] in
                 proxy?.stop()
+                budgeted?.stop()
                 stopNginx(nginx, scratch: scratch)
                 try? FileManager.default.removeItem(atPath: scratch)
             }
@@ -30,7 +33,7 @@ enum ProxyBenchmarks {
         do {
             try FileManager.default.createDirectory(atPath: scratch + "/www", withIntermediateDirectories: true)
             var random = SystemRandomNumberGenerator()
-            for (name, size) in [("4k.bin", 4 << 10), ("64k.bin", 64 << 10)] {
+            for (name, size) in [("4k.bin", 4 << 10), ("64k.bin", 64 << 10), ("big.bin", 32 << 20)] {
                 try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: scratch + "/www/" + name))
             }
             try nginxConfiguration(scratch: scratch, origin: ports.origin, cache: ports.nginx).write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
@@ -38,8 +41,16 @@ enum ProxyBenchmarks {
             proxy = try await HanekeProxyProcess.start(
                 haneke, ["proxy", "--upstream", "http://127.0.0.1:\(ports.origin)", "--listen", "127.0.0.1:\(ports.haneke)", "--dir", scratch + "/haneke-cache", "--capacity", "256M"]
             )
+            budgeted = try await HanekeProxyProcess.start(haneke, [
+                "proxy", "--upstream", "http://127.0.0.1:\(ports.origin)", "--listen", "127.0.0.1:\(ports.budgeted)", "--dir", scratch + "/haneke-budgeted",
+                "--capacity", "1G", "--memory-budget", String(SlowClientBenchmarks.budget),
+            ])
             try await waitForPort(ports.nginx)
-            let rows = try await measure(scale, wrk: wrk, nginxPort: ports.nginx, hanekePort: ports.haneke, scratch: scratch)
+            var rows = try await measure(scale, wrk: wrk, nginxPort: ports.nginx, hanekePort: ports.haneke, scratch: scratch)
+            rows += try await SlowClientBenchmarks.measure(
+                nginxPort: ports.nginx, nginxPids: { SlowClientBenchmarks.nginxProcesses(scratch: scratch) },
+                hanekePort: ports.budgeted, hanekePid: budgeted!.pid, bodySize: 32 << 20
+            )
             await cleanUp()
             return rows
         } catch {
@@ -106,6 +117,7 @@ enum ProxyBenchmarks {
             }
             server {
                 listen 127.0.0.1:\(cache);
+                client_max_body_size 16m;
                 location / {
                     proxy_pass http://origin;
                     proxy_cache bench;
@@ -194,6 +206,9 @@ final class HanekeProxyProcess: Sendable {
     private let process: Process
 
     private init(process: Process) { self.process = process }
+
+    /// The process's identifier.
+    var pid: Int32 { process.processIdentifier }
 
     static func start(_ program: String, _ arguments: [String]) async throws -> HanekeProxyProcess {
         try await IOExecutor.shared.run {

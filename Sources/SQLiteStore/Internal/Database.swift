@@ -7,7 +7,8 @@ import StoreFolders
 ///
 /// `@unchecked Sendable` because it owns C pointers (the connection and its prepared statements),
 /// which SQLite lets one thread use at a time: every use goes through the `Locked` box that holds
-/// it in ``SQLiteStore``, and nothing else holds it.
+/// it — the store's state, or the ``Checkpointer``'s for its own connection — and nothing else
+/// holds it.
 final class Database: @unchecked Sendable {
     /// The `application_id` in the database header: `HNKV`, what makes the file a Haneke store's.
     static let applicationID: Int32 = 0x484E_4B56
@@ -88,9 +89,6 @@ final class Database: @unchecked Sendable {
     /// The frames in the write-ahead log after this connection's last commit (SQLite's wal hook
     /// writes it); freed after the connection closes.
     private let logFrames = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
-    /// The log's frames past which a commit copies the log into the database (a passive
-    /// checkpoint, which gives way to readers), and past which it waits for readers to finish so
-    /// that the log starts over (a blocking checkpoint, under the busy timeout).
     /// For a connection with a time limit (the tool's): the instant, in nanoseconds of
     /// `CLOCK_MONOTONIC`, past which every statement is interrupted.
     private let deadline = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
@@ -102,8 +100,24 @@ final class Database: @unchecked Sendable {
     /// threshold is about one transaction per process: small transactions keep the log within
     /// its room with several processes writing.
     private(set) var rowsPerTransaction = 64
+    /// The log's frames past which a commit has the log copied into the database (a passive
+    /// checkpoint, which gives way to readers): by ``checkpointer`` when there is one, else by
+    /// the commit itself.
     private var checkpointFrames: Int32 = .max
+    /// The log's frames past which a commit waits for readers to finish so that the log starts
+    /// over (a blocking checkpoint, under the busy timeout): three quarters of the log's pages
+    /// when commits run every checkpoint, all of them when a ``Checkpointer`` runs them (which
+    /// starts the log over itself past three quarters), so that a commit pays for one only when
+    /// the checkpointer fell far behind.
     private var blockingCheckpointFrames: Int32 = .max
+    /// The log's frames past which the checkpointer's job starts the log over (see
+    /// ``copyLog(restartingFrom:)``): three quarters of the log's pages.
+    private(set) var restartFrames: Int32 = .max
+    /// Where a commit past ``checkpointFrames`` hands the checkpoint, instead of running it: set
+    /// by the store for a connection opened with `.background` checkpoints.
+    var checkpointer: Checkpointer?
+    /// The checkpoints this connection's commits ran themselves: passive, and blocking (tests).
+    private(set) var commitCheckpoints = (passive: 0, blocking: 0)
     /// Whether the table has the metadata columns (version 2); a version 1 database opened without
     /// upgrading it reads every row as having none, and cannot be written.
     private(set) var hasMetadata = true
@@ -171,12 +185,16 @@ final class Database: @unchecked Sendable {
     ///   - cacheSize: The most bytes SQLite's page cache holds for the connection.
     ///   - upgrade: Whether a database of an older format (version 1, 0.3.0's) is upgraded to
     ///     this one (a store's connection); otherwise it is read as it is, and not written.
+    ///   - checkpointing: Where the log is copied into the database: by the commits (`.commits`,
+    ///     the default), by a ``Checkpointer`` the store sets (`.background`: until it is set, by
+    ///     the commits), or by SQLite's own automatic checkpoint (`.sqlite`, benchmarks only).
     /// - Throws: `StoreError` with code `notAStore` for a file that is not a Haneke store's
     ///   database, `corrupted` for one SQLite cannot read, `unavailable` for one another connection
     ///   keeps locked, `io` otherwise.
     init(
         folder: SharedStoreFolder, name: String = SQLiteStore.databaseFileName, readOnly: Bool, durable: Bool, pageSize: Int, walPages: Int, busyTimeout: Duration,
-        exclusive: Bool = false, cacheSize: Int = 2 << 20, timeLimit: Duration? = nil, upgrade: Bool = false
+        exclusive: Bool = false, cacheSize: Int = 2 << 20, timeLimit: Duration? = nil, upgrade: Bool = false,
+        checkpointing: SQLiteStore.Checkpointing = .commits
     ) throws {
         self.folder = folder
         self.path = folder.path + "/" + name
@@ -256,13 +274,18 @@ final class Database: @unchecked Sendable {
                 try execute("PRAGMA journal_mode = WAL")
                 try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")")
                 try execute("PRAGMA journal_size_limit = \(walPages * pageSize)")
-                // The checkpoints are this connection's own (below), not SQLite's automatic one:
-                // that one is passive only, and with other processes reading and writing the same
+                // The checkpoints are the store's own (below), not SQLite's automatic one: that
+                // one is passive only, and with other processes reading and writing the same
                 // database it can never start the log over, which then grows without bound
-                // (checkpoint starvation).
-                haneke_sqlite_count_log_frames(handle, logFrames)
-                checkpointFrames = Int32(clamping: max(1, walPages / 2))
-                blockingCheckpointFrames = Int32(clamping: max(2, walPages * 3 / 4))
+                // (checkpoint starvation). A wal hook replaces SQLite's automatic checkpoint.
+                if checkpointing == .sqlite {
+                    try execute("PRAGMA wal_autocheckpoint = \(walPages)")
+                } else {
+                    haneke_sqlite_count_log_frames(handle, logFrames)
+                    checkpointFrames = Int32(clamping: max(1, walPages / 2))
+                    restartFrames = Int32(clamping: max(2, walPages * 3 / 4))
+                    blockingCheckpointFrames = checkpointing == .background ? Int32(clamping: max(3, walPages)) : restartFrames
+                }
                 rowsPerTransaction = max(2, walPages / 16)
                 // Databases written before eviction sampled rows kept an index of uses, which
                 // every write updated; nothing reads it now.
@@ -340,24 +363,60 @@ final class Database: @unchecked Sendable {
         deadline.deallocate()
     }
 
-    /// After a commit of this connection: copies the log into the database once it holds
-    /// ``checkpointFrames`` (a passive checkpoint, which gives way to readers and to another
-    /// connection's checkpoint), and once it holds ``blockingCheckpointFrames`` — the copies
-    /// could not start it over, as other connections kept reading it — copies it and truncates it,
-    /// waiting for readers and retrying while another connection checkpoints, within the busy
-    /// timeout. A failure is left to the next commit.
+    /// After a commit of this connection, once the log holds ``checkpointFrames``: asks the
+    /// ``checkpointer`` to copy it into the database, and returns at once. Without one, copies it
+    /// here (a passive checkpoint, which gives way to readers and to another connection's
+    /// checkpoint). Once the log holds ``blockingCheckpointFrames`` — the copies could not start
+    /// it over, as other connections kept reading it or the checkpointer fell behind — copies it
+    /// and truncates it here, waiting for readers and retrying while another connection
+    /// checkpoints, within the busy timeout. A failure is left to the next commit.
     private func checkpointIfDue() {
         let frames = logFrames.pointee
         guard frames >= checkpointFrames, sqlite3_get_autocommit(handle) != 0 else { return }
+        if let checkpointer, frames < blockingCheckpointFrames {
+            // Asked again at each commit while the log stays past the threshold: a request while
+            // its job is queued or running costs one lock.
+            checkpointer.request()
+            return
+        }
         logFrames.pointee = 0
         guard frames >= blockingCheckpointFrames else {
+            commitCheckpoints.passive += 1
             sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             return
         }
-        // SQLite waits (its busy handler) for the writer's lock and for readers, but not for the
-        // lock of a checkpoint another connection is running: that is retried here.
+        commitCheckpoints.blocking += 1
+        checkpointWaiting(SQLITE_CHECKPOINT_TRUNCATE)
+    }
+
+    /// The checkpointer's job, on its own connection: copies what it can of the log into the
+    /// database without waiting for anyone (a passive checkpoint, which writers of this and other
+    /// processes go on committing beside). Writers that commit meanwhile keep the log from
+    /// starting over, so once it holds `restartFrames` frames it is copied again and started over
+    /// (a restart checkpoint): that waits for the write lock and for readers, within the busy
+    /// timeout, and holds the lock while it copies what the passive copy left — a writer waits
+    /// for that, but runs no checkpoint. The file keeps its size (`journal_size_limit` bounds
+    /// it), so that writers do not grow it again block by block as after a truncation.
+    /// - Parameter restartFrames: The log's frames from which it is started over.
+    /// - Returns: Whether the log was started over.
+    @discardableResult
+    func copyLog(restartingFrom restartFrames: Int32) -> Bool {
+        var log: Int32 = 0
+        var copied: Int32 = 0
+        guard sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) == SQLITE_OK, log >= restartFrames else { return false }
+        return checkpointWaiting(SQLITE_CHECKPOINT_RESTART)
+    }
+
+    /// Runs a checkpoint that waits (`mode` restart or truncate): SQLite waits (its busy handler)
+    /// for the writer's lock and for readers, but not for the lock of a checkpoint another
+    /// connection is running, which is retried here every 0.5 ms within the busy timeout.
+    /// - Returns: Whether it ran.
+    @discardableResult
+    private func checkpointWaiting(_ mode: Int32) -> Bool {
         let deadline = ContinuousClock.now + busyTimeout
-        while sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_BUSY, ContinuousClock.now < deadline {
+        while true {
+            let rc = sqlite3_wal_checkpoint_v2(handle, nil, mode, nil, nil)
+            guard rc == SQLITE_BUSY, ContinuousClock.now < deadline else { return rc == SQLITE_OK }
             usleep(500)
         }
     }
