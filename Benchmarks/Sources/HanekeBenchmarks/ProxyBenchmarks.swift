@@ -178,17 +178,7 @@ enum ProxyBenchmarks {
     /// Waits (up to 10 s) until something accepts connections on `port`.
     static func waitForPort(_ port: Int) async throws {
         for _ in 0..<200 {
-            let accepted = try await IOExecutor.shared.run { () -> Bool in
-                let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                defer { close(socket) }
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                address.sin_port = UInt16(port).bigEndian
-                return withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-                }
-            }
+            let accepted = try await IOExecutor.shared.run { (try? Socket(port: port)) != nil }
             if accepted { return }
             try await Task.sleep(for: .milliseconds(50))
         }
