@@ -116,6 +116,47 @@ struct SQLiteStoreTests {
 
     // MARK: - Values
 
+    /// Processes opening one store at once: one puts the database in WAL mode while another is
+    /// writing it, and SQLite refuses that change at once, without its busy handler (a reader
+    /// that asks to write could deadlock): "database is locked" — a benchmark's writer process
+    /// failed so, on a new database. The store waits for the lock within its busy timeout instead.
+    @Test func aDatabaseThatAnotherConnectionIsWritingIsPutInWALModeOnceItLetsGo() throws {
+        do {
+            let store = try open()
+            try store.setValue(Data("value".utf8), forKey: "key")
+        }
+        // Back to a rollback journal, as a new database is until a store changes its mode.
+        try execute("PRAGMA journal_mode = DELETE", on: databasePath)
+        let path = databasePath
+        let locked = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        Thread {
+            var handle: OpaquePointer?
+            defer { sqlite3_close_v2(handle); released.signal() }
+            if sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK {
+                // The write lock (reserved: others may still read) until the commit.
+                sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil)
+            }
+            locked.signal()
+            usleep(100_000)
+            sqlite3_exec(handle, "COMMIT", nil, nil, nil)
+        }.start()
+        locked.wait()
+        let store = try open()
+        released.wait()
+        try store.setValue(Data("other".utf8), forKey: "other")
+        #expect(try store.value(forKey: "key") == Data("value".utf8))
+        #expect(try store.value(forKey: "other") == Data("other".utf8))
+        let mode = try withConnection(to: path) { handle -> String? in
+            var statement: OpaquePointer?
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_prepare_v2(handle, "PRAGMA journal_mode", -1, &statement, nil) == SQLITE_OK,
+                  sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
+            return String(cString: text)
+        }
+        #expect(mode == "wal")
+    }
+
     @Test func valuesSurviveReopening() throws {
         do {
             let store = try open()

@@ -234,7 +234,7 @@ final class Database: @unchecked Sendable {
                 // a transaction that holds the write lock, by whichever finds it still missing.
                 try execute("PRAGMA page_size = \(pageSize)")
                 try execute("PRAGMA auto_vacuum = INCREMENTAL")
-                try execute("PRAGMA journal_mode = WAL")
+                try useWriteAheadLog()
                 try transaction {
                     guard try integer("SELECT count(*) FROM sqlite_schema") == 0 else { return }
                     try execute("""
@@ -271,7 +271,7 @@ final class Database: @unchecked Sendable {
             }
             hasMetadata = metadataColumns == 2
             if !readOnly {
-                try execute("PRAGMA journal_mode = WAL")
+                try useWriteAheadLog()
                 try execute("PRAGMA synchronous = \(durable ? "FULL" : "NORMAL")")
                 try execute("PRAGMA journal_size_limit = \(walPages * pageSize)")
                 // The checkpoints are the store's own (below), not SQLite's automatic one: that
@@ -413,12 +413,27 @@ final class Database: @unchecked Sendable {
     /// - Returns: Whether it ran.
     @discardableResult
     private func checkpointWaiting(_ mode: Int32) -> Bool {
+        retryingWhileBusy { sqlite3_wal_checkpoint_v2(handle, nil, mode, nil, nil) } == SQLITE_OK
+    }
+
+    /// Runs `body` (an SQLite call) again every 0.5 ms while it answers `SQLITE_BUSY` without
+    /// having waited (SQLite calls no busy handler for these), within the busy timeout.
+    /// - Returns: Its last result code.
+    private func retryingWhileBusy(_ body: () -> Int32) -> Int32 {
         let deadline = ContinuousClock.now + busyTimeout
         while true {
-            let rc = sqlite3_wal_checkpoint_v2(handle, nil, mode, nil, nil)
-            guard rc == SQLITE_BUSY, ContinuousClock.now < deadline else { return rc == SQLITE_OK }
+            let rc = body()
+            guard rc & 0xff == SQLITE_BUSY, ContinuousClock.now < deadline else { return rc }
             usleep(500)
         }
+    }
+
+    /// Puts the database in WAL mode (a no-op when it is). Changing the mode takes the database's
+    /// exclusive lock, which SQLite does not wait for: when other processes are opening the same
+    /// new database, one of them holds a lock and the change answers `SQLITE_BUSY` at once.
+    private func useWriteAheadLog() throws {
+        let rc = retryingWhileBusy { sqlite3_exec(handle, "PRAGMA journal_mode = WAL", nil, nil, nil) }
+        guard rc == SQLITE_OK else { throw failure(rc, "Could not run PRAGMA journal_mode = WAL on \(path)") }
     }
 
     // MARK: - Rows
