@@ -43,20 +43,28 @@ package final class Locked<Value> {
     }
 
     deinit {
-        pthread_mutex_destroy(mutex)
+        let rc = pthread_mutex_destroy(mutex)
+        precondition(rc == 0, "pthread_mutex_destroy failed: \(rc)")
         mutex.deallocate()
         storage.deinitialize(count: 1)
         storage.deallocate()
     }
 
-    /// Runs `body` with the lock held and returns its result. Never `await` or do I/O inside.
+    /// Runs `body` with the lock held and returns its result. Never `await` inside. No I/O inside
+    /// either, except where the owner says so and every caller is off Swift's cooperative pool
+    /// (`SQLiteStore` runs each SQLite statement under its lock, on its executor).
     /// - Parameter body: Reads or changes the value.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @inlinable
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        // A failure (EINVAL, EDEADLK) would be this package's bug: stop rather than run unguarded.
+        let locked = pthread_mutex_lock(mutex)
+        precondition(locked == 0, "pthread_mutex_lock failed: \(locked)")
+        defer {
+            let unlocked = pthread_mutex_unlock(mutex)
+            precondition(unlocked == 0, "pthread_mutex_unlock failed: \(unlocked)")
+        }
         return try body(&storage.pointee)
     }
 }
