@@ -169,7 +169,7 @@ let package = Package(
 
         // MARK: - Server integrations
 
-        .target(name: "HanekeServer", dependencies: ["Haneke", "HanekeProtocols", "Formats", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "HanekeServer", dependencies: ["Haneke", "HanekeProtocols", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "HanekeMetrics",
             dependencies: [
@@ -188,7 +188,7 @@ let package = Package(
         .target(
             name: "HanekeHummingbird",
             dependencies: [
-                "Haneke", "HanekeProtocols", "HanekeServer", "HTTPCaching",
+                "HanekeProtocols", "HanekeServer", "HTTPCaching",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
@@ -266,7 +266,7 @@ let package = Package(
         // SeededRandomNumberGenerator, for HanekeTesting (which names it too) and `haneke demo` (not a product).
         .target(name: "SeededRandom"),
 
-        .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "MemoryStore", "SeededRandom"]),
+        .target(name: "HanekeTesting", dependencies: ["HanekeProtocols", "SeededRandom"]),
 
         // A process of its own with memory, disk and Redis tiers, for the test of two machines that
         // share one Redis (not a product).
