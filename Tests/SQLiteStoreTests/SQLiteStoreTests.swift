@@ -120,11 +120,19 @@ struct SQLiteStoreTests {
     /// writing it, and SQLite refuses that change at once, without its busy handler (a reader
     /// that asks to write could deadlock): "database is locked" — a benchmark's writer process
     /// failed so, on a new database. The store waits for the lock within its busy timeout instead.
-    @Test func aDatabaseThatAnotherConnectionIsWritingIsPutInWALModeOnceItLetsGo() throws {
-        do {
-            let store = try open()
+    @Test func aDatabaseThatAnotherConnectionIsWritingIsPutInWALModeOnceItLetsGo() async throws {
+        // A store releases its connections on its executor: one thread, so that the job run
+        // after its release runs once they are closed.
+        let executor = IOExecutor(width: 1, label: "test.sqlite-wal-mode")
+        try await executor.run { [folder] in
+            let store = try SQLiteStore(directory: folder, configuration: .init(capacity: 100 << 20), executor: executor)
             try store.setValue(Data("value".utf8), forKey: "key")
         }
+        try await executor.run {}
+        try reopenWhileAnotherConnectionWrites()
+    }
+
+    func reopenWhileAnotherConnectionWrites() throws {
         // Back to a rollback journal, as a new database is until a store changes its mode.
         try execute("PRAGMA journal_mode = DELETE", on: databasePath)
         let path = databasePath
