@@ -15,7 +15,7 @@ public import Glibc
 /// every store's hot path and `MemoryStore`'s public `@inlinable` methods inline it into your code:
 /// this compiler inlines the `@inlinable` body of a `package` declaration into a module of another
 /// package as it does a public one's (the same instructions per `MemoryStore` get and set under
-/// cachegrind; BENCHMARKS.md, "Internals out of the API").
+/// cachegrind; Benchmarks/Notes/2026-11-24-internals-out-of-the-api.md).
 ///
 /// `Synchronization.Mutex` would be the natural choice, but ThreadSanitizer on Linux does not see its
 /// futex and reports false races, which would make `make tsan` useless. A pthread

@@ -12,7 +12,7 @@ extension MemoryStore {
         public var timeToLive: Duration?
         /// Which entries go first when a write takes the store over a limit;
         /// `.leastRecentlyUsed` by default. `.adaptive` keeps more of what is read often (a higher
-        /// hit ratio on most workloads; BENCHMARKS.md, "Hit ratio against LRU").
+        /// hit ratio on most workloads; BENCHMARKS.md, "Hit ratio").
         public var evictionPolicy: EvictionPolicy
 
         /// Creates a configuration.

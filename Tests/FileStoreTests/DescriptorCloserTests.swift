@@ -8,10 +8,10 @@ import Glibc
 #endif
 
 /// A warm read hands its descriptor to `DescriptorCloser`, which closes it off the reader's thread
-/// (BENCHMARKS.md, "Closing a read's descriptor off its thread"). Each descriptor here is the write
-/// end of a pipe: its read end sees the end of the stream once the write end is closed, which no
-/// other test's descriptors can fake (a descriptor number may be reused at once; a pipe's end
-/// cannot).
+/// (Benchmarks/Notes/2026-11-27-warm-reads-without-a-hop.md, "Closing a read's descriptor off its
+/// thread"). Each descriptor here is the write end of a pipe: its read end sees the end of the
+/// stream once the write end is closed, which no other test's descriptors can fake (a descriptor
+/// number may be reused at once; a pipe's end cannot).
 @Suite(.timeLimit(.minutes(1)), .offThePool)
 struct DescriptorCloserTests {
     /// A pipe whose read end does not block: `(read, write)`.

@@ -7,7 +7,8 @@ import TestSupport
 /// Every read appends a 25-byte record to the recency journal's buffer. The read whose record
 /// fills the buffer hands a flush to the I/O executor and pays for it (the executor's wake-up, the
 /// flush's turns of the index lock). With a 4 KiB buffer that was one read in 164, and it put
-/// FileStore's 99th percentile up by about half (BENCHMARKS.md, "Where the slowest reads fall").
+/// FileStore's 99th percentile up by about half
+/// (Benchmarks/Notes/2026-11-27-warm-reads-without-a-hop.md, "Where the slowest reads fall").
 @Suite(.timeLimit(.minutes(1)), .offThePool, .tags(.disk))
 struct JournalBufferTests {
     let directory: TemporaryDirectory

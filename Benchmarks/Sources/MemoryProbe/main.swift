@@ -11,7 +11,7 @@
 //                                               one task)
 //
 // Run it with OPERATIONS = 0 and with OPERATIONS = N: the difference, divided by N, is the cost of
-// one operation (scripts in BENCHMARKS.md).
+// one operation (scripts in BENCHMARKS.md, "Reproduce").
 import BaselineLock
 import Foundation
 import HanekeProtocols

@@ -9,7 +9,8 @@
 // Prints the mean and the largest time per chunk in µs. Run the two kinds alternately, and once
 // after a pause of a few seconds: on a VM whose balloon driver reports free memory to the host,
 // a huge page freed seconds ago has gone back to the host and must be supplied again, while one
-// freed a moment ago has not (BENCHMARKS.md, "Small pages for the slabs").
+// freed a moment ago has not (Benchmarks/Notes/2026-11-27-warm-reads-without-a-hop.md,
+// "Small pages for the slabs").
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
