@@ -225,7 +225,7 @@ let package = Package(
             path: "Tests/ServerMemoryProbe"
         ),
         // Runs every job of the test process and fails the run if one sleeps on a cooperative thread.
-        .target(name: "BlockingWatchdog", path: "Tests/BlockingWatchdog"),
+        .target(name: "BlockingWatchdog", path: "Tests/BlockingWatchdog", exclude: ["README.md"]),
         // Gives each test process a cache home of its own, so no test writes to the real ~/.cache.
         .target(name: "PrivateCacheHome", path: "Tests/PrivateCacheHome"),
         .target(

@@ -2,7 +2,7 @@ public import Testing
 
 /// Tags that say what a suite or test needs beyond memory. Swift 6.3's `swift test --filter`
 /// matches names only; a toolchain whose Swift Testing knows the `tag:` prefix runs one kind with
-/// `swift test --filter tag:redis` (see CONTRIBUTING.md, "Speed and reliability").
+/// `swift test --filter tag:redis` (see CONTRIBUTING.md, "Test tags and the private Redis").
 extension Tag {
     /// Touches real files: a `FileStore`, a `Cache` on disk, a temporary folder.
     @Tag public static var disk: Self
