@@ -32,6 +32,16 @@ static inline int haneke_o_path(void) {
 #endif
 }
 
+/// `O_TMPFILE` (Linux 3.11), which the C library declares only under `_GNU_SOURCE`: `open` of a
+/// folder with it makes a file there that has no name (`EOPNOTSUPP` where the file system cannot).
+static inline int haneke_o_tmpfile(void) {
+#ifdef O_TMPFILE
+    return O_TMPFILE;
+#else
+    return 020000000 | O_DIRECTORY;
+#endif
+}
+
 /// `O_NOATIME` (Linux 2.6.8), which the C library declares only under `_GNU_SOURCE`: a read through
 /// the descriptor leaves the file's access time alone, so the first read after a write does not
 /// dirty the inode. Allowed only on a file the caller owns (or with `CAP_FOWNER`): `EPERM` otherwise.

@@ -189,10 +189,10 @@ package final class CachingProxy<Storage: Store>: Sendable where Storage.Key == 
 
     /// One upstream exchange within the gate: `request` as the front end sends it (its URI's path
     /// and query as the target), with `body` framed by its length.
-    private func exchange(_ request: HTTPCacheRequest, body: ByteBuffer?) async throws -> UpstreamResponse {
+    private func exchange(_ request: HTTPCacheRequest, body: ProxyRequestBody?) async throws -> UpstreamResponse {
         var headers = request.headers
         if let body {
-            headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+            headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
         } else if ["GET", "HEAD"].contains(request.method) {
             headers.remove(name: "Content-Length")
         } else {

@@ -11,8 +11,8 @@ package struct ProxyRequest: Sendable {
     package var target: String
     /// The header fields.
     package var headers: HTTPHeaderFields
-    /// The body, if any.
-    package var body: ByteBuffer?
+    /// The body, if any: in memory, or spooled to a file.
+    package var body: ProxyRequestBody?
     /// The client's address; `nil` when unknown.
     package var peerAddress: SocketAddress?
 
@@ -31,7 +31,7 @@ package struct ProxyRequest: Sendable {
         self.method = method
         self.target = target
         self.headers = headers
-        self.body = body
+        self.body = body.map { .buffer($0) }
         self.peerAddress = peer.flatMap { try? SocketAddress(ipAddress: $0, port: 0) }
     }
 }

@@ -52,6 +52,15 @@ package final class ProxyServer: Sendable {
         /// ``MemoryBudget``). Past it, new requests are answered `503` with `Retry-After`. nginx
         /// has no such bound: each connection's buffers are bounded alone.
         package var memoryBudget = 256 << 20
+        /// `64 KiB` by default: the most bytes of a request body kept in memory; the rest of a
+        /// longer one goes to a file with no name in ``spoolDirectory`` and is sent upstream from
+        /// there (nginx: `client_body_buffer_size` 16 KiB, `client_body_temp_path`).
+        package var requestBodyBufferSize = 64 << 10
+        /// The folder of request bodies' files: `TMPDIR`, or `/tmp`.
+        package var spoolDirectory = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        /// `1 GiB` by default: the most bytes of request bodies in files at once; past it, new
+        /// requests with bodies are answered `503` with `Retry-After` (nginx: none, the disk's).
+        package var spoolBudget = 1 << 30
         /// `90 seconds` by default: a connection on which nothing is read or written for this long
         /// is closed (an idle keep-alive connection, or a client that sends nothing; nginx:
         /// `keepalive_timeout` 75 s).
@@ -67,12 +76,15 @@ package final class ProxyServer: Sendable {
     private let connections: ConnectionRegistry
     /// The bytes in flight, and the most there may be.
     package let budget: MemoryBudget
+    /// The bytes of request bodies in files, and the most there may be.
+    package let spooled: MemoryBudget
 
-    private init(address: SocketAddress, listener: any Channel, connections: ConnectionRegistry, budget: MemoryBudget) {
+    private init(address: SocketAddress, listener: any Channel, connections: ConnectionRegistry, budget: MemoryBudget, spooled: MemoryBudget) {
         self.address = address
         self.listener = listener
         self.connections = connections
         self.budget = budget
+        self.spooled = spooled
     }
 
     /// The port the server listens on.
@@ -110,6 +122,7 @@ package final class ProxyServer: Sendable {
         }()
         let registry = ConnectionRegistry()
         let budget = budget ?? MemoryBudget(limit: limits.memoryBudget)
+        let spooled = MemoryBudget(limit: limits.spoolBudget)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
@@ -125,7 +138,7 @@ package final class ProxyServer: Sendable {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withOutboundHeaderValidation: true, withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits
                     )
-                    try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, budget: budget, respondAtOnce: respondAtOnce, respond: respond))
+                    try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(limits: limits, budget: budget, spooled: spooled, respondAtOnce: respondAtOnce, respond: respond))
                 }
             }
         let listener: any Channel
@@ -141,7 +154,7 @@ package final class ProxyServer: Sendable {
             throw StoreError(.unavailable, "Cannot listen on \(shown)", cause: error, posixCode: (error as? IOError).flatMap { POSIXErrorCode(rawValue: $0.errnoCode) })
         }
         guard let address = listener.localAddress else { throw CancellationError() }
-        return ProxyServer(address: address, listener: listener, connections: registry, budget: budget)
+        return ProxyServer(address: address, listener: listener, connections: registry, budget: budget, spooled: spooled)
     }
 
     /// The host and port of a listening address as an operator writes it: `HOST:PORT` (an address
@@ -264,23 +277,28 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private let limits: ProxyServer.Limits
     private let budget: MemoryBudget
+    /// The budget of request bodies' bytes in files.
+    private let spooled: MemoryBudget
     private let respondAtOnce: @Sendable (ProxyRequest) -> ProxyResponse?
     private let respond: @Sendable (ProxyRequest) async -> ProxyResponse
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     /// The bytes of `body` taken from the budget.
     private var heldForBody = 0
+    /// The file of a body longer than `limits.requestBodyBufferSize`, instead of `body`.
+    private var spool: RequestBodySpool?
     private var refusal: Refusal?
     private var writing: Writing?
     /// Set once the connection is to close: whatever else arrives is ignored.
     private var closing = false
 
     init(
-        limits: ProxyServer.Limits, budget: MemoryBudget,
+        limits: ProxyServer.Limits, budget: MemoryBudget, spooled: MemoryBudget,
         respondAtOnce: @escaping @Sendable (ProxyRequest) -> ProxyResponse?, respond: @escaping @Sendable (ProxyRequest) async -> ProxyResponse
     ) {
         self.limits = limits
         self.budget = budget
+        self.spooled = spooled
         self.respondAtOnce = respondAtOnce
         self.respond = respond
     }
@@ -306,9 +324,12 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             }
         case .body(var piece):
             guard refusal == nil else { return }
+            let received = spool?.count ?? body?.readableBytes ?? 0
             // A body past a limit is answered at once, without waiting for the rest of it.
-            if (body?.readableBytes ?? 0) + piece.readableBytes > limits.maximumRequestBodySize {
+            if received + piece.readableBytes > limits.maximumRequestBodySize {
                 refuse(.tooLarge, context: context, version: head?.version ?? .http1_1)
+            } else if spool != nil || received + piece.readableBytes > limits.requestBodyBufferSize, spoolBody(adding: piece, context: context) {
+                return
             } else if !budget.reserve(piece.readableBytes) {
                 refuse(.overBudget, context: context, version: head?.version ?? .http1_1)
             } else {
@@ -324,8 +345,10 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
                 return
             }
             var request = ProxyRequest(method: received.method.name, target: received.uri, headers: HTTPHeaderFields(received.headers), body: body)
+            if let spool { request.body = .spooled(spool.finish()) }
             request.peerAddress = context.channel.remoteAddress
             body = nil
+            spool = nil
             let held = heldForBody
             heldForBody = 0
             if let response = respondAtOnce(request) {
@@ -357,8 +380,38 @@ final class ProxyConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         writing = nil
     }
 
+    /// Writes `piece` to the body's file, made (with what memory held of the body) when there is
+    /// none yet; `false` only when no file could be made, which leaves the body in memory, under
+    /// the memory budget. A file that cannot take the piece (the budget of spooled bytes spent,
+    /// the disk full) is dropped, and the request answered `503`.
+    private func spoolBody(adding piece: ByteBuffer, context: ChannelHandlerContext) -> Bool {
+        let spool: RequestBodySpool
+        if let existing = self.spool {
+            spool = existing
+        } else {
+            guard let made = try? RequestBodySpool(directory: limits.spoolDirectory, budget: spooled) else { return false }
+            spool = made
+        }
+        do {
+            if self.spool == nil, let body { try spool.append(body) }
+            try spool.append(piece)
+        } catch {
+            dropBody()
+            refuse(.overBudget, context: context, version: head?.version ?? .http1_1)
+            return true
+        }
+        if self.spool == nil {
+            self.spool = spool
+            body = nil
+            budget.release(heldForBody)
+            heldForBody = 0
+        }
+        return true
+    }
+
     /// Gives the request body being read back to the budget.
     private func dropBody() {
+        spool = nil
         body = nil
         budget.release(heldForBody)
         heldForBody = 0

@@ -77,7 +77,7 @@ final class UpstreamClient: Sendable {
     /// Sends a request and returns the upstream's whole response. A request that fails on a
     /// reused connection before any response arrives (the server closed it while idle) is sent
     /// once more on a new one, if its method is idempotent.
-    func send(_ head: HTTPRequestHead, body: ByteBuffer?) async throws -> UpstreamResponse {
+    func send(_ head: HTTPRequestHead, body: ProxyRequestBody?) async throws -> UpstreamResponse {
         if let channel = takeIdle() {
             do {
                 return try await exchange(head, body: body, on: channel)
@@ -137,7 +137,7 @@ final class UpstreamClient: Sendable {
         }
     }
 
-    private func exchange(_ head: HTTPRequestHead, body: ByteBuffer?, on channel: any Channel) async throws -> UpstreamResponse {
+    private func exchange(_ head: HTTPRequestHead, body: ProxyRequestBody?, on channel: any Channel) async throws -> UpstreamResponse {
         let promise = channel.eventLoop.makePromise(of: UpstreamResponse.self)
         let timeout = self.timeout
         // Past the deadline the exchange fails, and then the connection closes: a body read until
@@ -170,7 +170,7 @@ final class UpstreamClient: Sendable {
 /// A request to send and where its response goes.
 struct UpstreamExchange: Sendable {
     var head: HTTPRequestHead
-    var body: ByteBuffer?
+    var body: ProxyRequestBody?
     var promise: EventLoopPromise<UpstreamResponse>
 }
 
@@ -211,8 +211,31 @@ final class ExchangeHandler: ChannelDuplexHandler {
         interim = []
         body.clear()
         context.write(wrapOutboundOut(.head(exchange.head)), promise: nil)
-        if let payload = exchange.body, payload.readableBytes > 0 {
+        switch exchange.body {
+        case .buffer(let payload) where payload.readableBytes > 0:
             context.write(wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil)
+        case .spooled(let file) where file.count > 0:
+            // Sent by `sendfile` from a descriptor of this exchange's own (the body may be sent
+            // again on another connection), closed once the request is written or has failed.
+            let copy = dup(file.descriptor)
+            guard copy >= 0 else {
+                let error = UpstreamFailure.closed(started: false)
+                fail(error)
+                promise?.fail(error)
+                context.close(promise: nil)
+                return
+            }
+            let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: copy)
+            context.write(wrapOutboundOut(.body(.fileRegion(FileRegion(fileHandle: handle, readerIndex: 0, endIndex: file.count)))), promise: nil)
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { result in
+                try? handle.close()
+                promise?.completeWith(result)
+            }
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+            return
+        default:
+            break
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
     }

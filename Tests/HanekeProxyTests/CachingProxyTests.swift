@@ -218,7 +218,7 @@ struct CachingProxyTests {
             _ = await fixture.get()
             fixture.clock.advance(by: .seconds(5))
             var request = ProxyRequest(target: "/resource", headers: ["Content-Length": "5"])
-            request.body = ByteBuffer(string: "hello")
+            request.body = .buffer(ByteBuffer(string: "hello"))
             let response = await fixture.proxy.respond(to: request)
             #expect(response.status == 200)
             let sent = try #require(fixture.origin.requests.last)

@@ -20,7 +20,7 @@ struct FrontDoorTests {
         try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(limits: limits, registry: ConnectionRegistry()))
         try channel.pipeline.syncOperations.configureHTTPServerPipeline()
         try channel.pipeline.syncOperations.addHandler(ProxyConnectionHandler(
-            limits: limits, budget: MemoryBudget(limit: limits.memoryBudget),
+            limits: limits, budget: MemoryBudget(limit: limits.memoryBudget), spooled: MemoryBudget(limit: limits.spoolBudget),
             respondAtOnce: { _ in ProxyResponse(status: 200, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) },
             respond: { _ in ProxyResponse(status: 500, headers: ["Content-Length": "0"], body: ByteBuffer(), interim: []) }
         ))

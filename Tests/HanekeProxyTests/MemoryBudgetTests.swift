@@ -30,6 +30,8 @@ struct MemoryBudgetTests {
     @Test(.timeLimit(.minutes(2))) func unfinishedUploadsStopAtTheBudget() async throws {
         var limits = ProxyServer.Limits()
         limits.memoryBudget = 1 << 20
+        // Bodies kept in memory (by default, past 64 KiB they go to files).
+        limits.requestBodyBufferSize = 1 << 20
         let group = try await sharedEventLoops()
         let server = try await ProxyServer.start(host: "127.0.0.1", port: 0, limits: limits, group: group) { _ in
             ProxyResponse(status: 200, headers: ["Content-Length": "2"], body: ByteBuffer(string: "ok"), interim: [])

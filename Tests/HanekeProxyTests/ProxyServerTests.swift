@@ -52,7 +52,7 @@ struct ProxyServerTests {
             var head = HTTPRequestHead(version: .http1_1, method: .PUT, uri: "/upload")
             head.headers.add(name: "Content-Length", value: "5")
             head.headers.add(name: "Expect", value: "100-continue")
-            let response = try await client.send(head, body: ByteBuffer(string: "hello"))
+            let response = try await client.send(head, body: .buffer(ByteBuffer(string: "hello")))
             #expect(response.interim.map(\.status) == [.continue])
             #expect(response.head.status == .created)
             #expect(!(fixture.origin.requests.first?.headers.contains { $0.0.lowercased() == "expect" } ?? true))
@@ -87,13 +87,81 @@ struct ProxyServerTests {
         }
     }
 
+    /// A body longer than the memory buffer goes to a file with no name and from there upstream
+    /// (by `sendfile`), whole and in order; the memory budget holds at most the buffer of it, and
+    /// once answered no byte is left in either budget.
+    @Test func aLongRequestBodyGoesUpstreamFromAFileNotMemory() async throws {
+        var limits = ProxyServer.Limits()
+        limits.memoryBudget = 256 << 10
+        let bytes: [UInt8] = (0..<(3 << 20)).map { (index: Int) -> UInt8 in UInt8(truncatingIfNeeded: index &* 7 &+ index >> 11) }
+        let sent = ByteBuffer(bytes: bytes)
+        try await ProxyFixture.run { fixture in
+            fixture.origin.answer(origin(201, [], body: "made"))
+            let group = try await sharedEventLoops()
+            let proxy = fixture.proxy
+            let server = try await ProxyServer.start(
+                host: "127.0.0.1", port: 0, limits: limits, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
+            )
+            try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+                let client = UpstreamClient(
+                    host: "127.0.0.1", port: server.port, authority: "127.0.0.1:\(server.port)", group: group,
+                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 4, budget: MemoryBudget(limit: 1 << 30)
+                )
+                defer { client.close() }
+                var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/upload")
+                head.headers.add(name: "Content-Length", value: String(sent.readableBytes))
+                let response = try await client.send(head, body: .buffer(sent))
+                #expect(response.head.status == .created)
+                #expect(String(buffer: response.body) == "made")
+                let received = try #require(fixture.origin.requests.last)
+                #expect(received.body == Data(bytes))
+                #expect(server.spooled.peak == sent.readableBytes)
+                #expect(server.budget.peak <= limits.requestBodyBufferSize + 64)
+                try await waitUntil("the body's file closed") { server.spooled.used == 0 && server.budget.used == 0 }
+            }
+        }
+    }
+
+    /// Unfinished long uploads hold the budget of spooled bytes, no more: past it the next is
+    /// answered `503`, and a request without a body is still answered.
+    @Test func longUploadsPastTheSpoolBudgetAreRefusedWith503() async throws {
+        var limits = ProxyServer.Limits()
+        limits.spoolBudget = 2 << 20
+        let group = try await sharedEventLoops()
+        let server = try await ProxyServer.start(host: "127.0.0.1", port: 0, limits: limits, group: group) { _ in
+            ProxyResponse(status: 200, headers: ["Content-Length": "2"], body: ByteBuffer(string: "ok"), interim: [])
+        }
+        try await withServer(server, shutdown: { await $0.shutdown() }) { server in
+            var uploads: [(channel: any Channel, answer: RawClient.Collected)] = []
+            for index in 0..<3 {
+                let answer = RawClient.Collected()
+                let channel = try await RawClient.connect(port: server.port, from: "127.0.0.1", group: group, collector: answer)
+                var upload = ByteBuffer(string: "POST /upload HTTP/1.1\r\nHost: proxy\r\nContent-Length: 5000000\r\n\r\n")
+                upload.writeRepeatingByte(0x41, count: 900_000)
+                try await channel.writeAndFlush(upload)
+                uploads.append((channel, answer))
+                // Two fit (1,800,000 bytes); the third does not.
+                try await waitUntil(timeout: .seconds(10), "upload \(index + 1) spooled or refused (\(server.spooled.used) spooled)") {
+                    index < 2 ? server.spooled.used == (index + 1) * 900_000 : answer.text.contains("\r\n\r\n")
+                }
+            }
+            #expect(uploads.map { $0.answer.text.hasPrefix("HTTP/1.1 503 Service Unavailable") } == [false, false, true])
+            #expect(server.spooled.peak <= limits.spoolBudget)
+            #expect(server.budget.used == 0)
+            let answer = try await RawClient.exchange("GET /small HTTP/1.1\r\nHost: proxy\r\n\r\n", port: server.port, from: "127.0.0.1", group: group)
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK"))
+            for upload in uploads { try? await upload.channel.close() }
+            try await waitUntil("the uploads' files closed") { server.spooled.used == 0 }
+        }
+    }
+
     @Test func aRequestBodyOverTheLimitIsRefusedWith413() async throws {
         var limits = ProxyServer.Limits()
         limits.maximumRequestBodySize = 1_000
         try await withProxyServer(limits: limits) { fixture, client in
             var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/upload")
             head.headers.add(name: "Content-Length", value: "5000")
-            let response = try await client.send(head, body: ByteBuffer(repeating: 0x41, count: 5_000))
+            let response = try await client.send(head, body: .buffer(ByteBuffer(repeating: 0x41, count: 5_000)))
             #expect(response.head.status == .payloadTooLarge)
             #expect(fixture.origin.requests.isEmpty)
         }

@@ -222,7 +222,7 @@ struct SharedCacheSafetyTests {
         try await ProxyFixture.run { fixture in
             fixture.origin.answer(origin(200, [("Cache-Control", "max-age=600")]))
             var request = ProxyRequest(target: "/resource", headers: ["Content-Length": "4"])
-            request.body = ByteBuffer(string: "EVIL")
+            request.body = .buffer(ByteBuffer(string: "EVIL"))
             _ = await fixture.proxy.respond(to: request)
             let sent = try #require(fixture.origin.requests.first)
             #expect(sent.body.isEmpty)
