@@ -21,9 +21,9 @@ TEST_PACKAGES := $(BUILD_PACKAGES) lz4 redis-server redis-tools openssl
 TRAITS := --enable-all-traits
 # Whether make test-under-load also runs the heavy suites (one test at a time) beside the hog.
 UNDER_LOAD_HEAVY_SUITES ?= skip
-BENCH_PACKAGES := $(TEST_PACKAGES) libvips-tools python3-venv nginx-light wrk
+BENCH_PACKAGES := $(TEST_PACKAGES) libvips-tools python3-venv nginx-light wrk valgrind
 
-.PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke tsan fuzz fuzz-smoke fuzz-seeds clean
+.PHONY: all deps build-deps test-deps bench-deps build release test check-snippets test-under-load demo install docs bench bench-smoke check-instructions tsan fuzz fuzz-smoke fuzz-seeds clean
 
 all: build
 
@@ -90,10 +90,18 @@ BENCH_BUILD := cd Benchmarks && $(SWIFT) build -c release && $(SWIFT) build -c r
 
 bench: bench-deps
 	$(BENCH_BUILD) && .build/release/HanekeBenchmarks --json ../bench-results.json
+	scripts/check-instruction-counts
 
 bench-smoke: bench-deps
 	$(BENCH_BUILD) && .build/release/HanekeBenchmarks --smoke --json .build/bench-smoke.json
 	cd Benchmarks && .build/release/HanekeBenchmarks --hit-ratio-check && .build/release/HanekeBenchmarks --hit-ratio --requests 20000 --keys 2000 > .build/hit-ratio-smoke.jsonl
+	scripts/check-instruction-counts
+
+# The hot paths' instructions per operation (valgrind) against Benchmarks/Thresholds: over one by
+# more than 5 % fails. `scripts/check-instruction-counts --record` writes new thresholds.
+check-instructions: bench-deps
+	$(BENCH_BUILD)
+	scripts/check-instruction-counts
 
 # Reliability: the stress suite under ThreadSanitizer, and libFuzzer targets (Fuzz/) run for
 # FUZZ_SECONDS each (fuzz-smoke: 10 s each, for CI). Seeds are in Fuzz/Corpus (make fuzz-seeds

@@ -97,6 +97,7 @@ let package = Package(
                 .product(name: "MemoryStore", package: hanekeIdentity),
                 .product(name: "HanekeProtocols", package: hanekeIdentity),
                 .product(name: "HanekeTesting", package: hanekeIdentity),
+                .product(name: "HTTPCaching", package: hanekeIdentity),
             ]
         ),
     ]

@@ -9,6 +9,10 @@
 //   MemoryProbe chain get KEYS OPERATIONS       (workload 4's hot read: `fetch` through memory →
 //                                               memory → fetcher, every key in the top layer, from
 //                                               one task)
+//   MemoryProbe http hit KEYS OPERATIONS        (`haneke proxy`'s hit decision: a stored response
+//                                               read from memory, judged by the shared policy
+//                                               and made into the answer, as the proxy does on
+//                                               the connection's event loop)
 //
 // Run it with OPERATIONS = 0 and with OPERATIONS = N: the difference, divided by N, is the cost of
 // one operation (scripts in BENCHMARKS.md, "Reproduce").
@@ -16,13 +20,15 @@ import BaselineLock
 import Foundation
 import HanekeProtocols
 import HanekeTesting
+import HTTPCaching
 import MemoryStore
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let keyCount = Int(arguments[3]), let operations = Int(arguments[4]),
-      ["store", "dictionary", "chain"].contains(arguments[1]), ["get", "set", "evict"].contains(arguments[2]),
-      arguments[1] == "store" || arguments[2] != "evict", arguments[1] != "chain" || arguments[2] == "get" else {
-    FileHandle.standardError.write(Data("usage: MemoryProbe store|dictionary get|set|evict KEYS OPERATIONS; MemoryProbe chain get KEYS OPERATIONS\n".utf8))
+      ["store", "dictionary", "chain", "http"].contains(arguments[1]), ["get", "set", "evict", "hit"].contains(arguments[2]),
+      arguments[1] == "store" || arguments[2] != "evict", arguments[1] != "chain" || arguments[2] == "get",
+      (arguments[1] == "http") == (arguments[2] == "hit") else {
+    FileHandle.standardError.write(Data("usage: MemoryProbe store|dictionary get|set|evict KEYS OPERATIONS; MemoryProbe chain get KEYS OPERATIONS; MemoryProbe http hit KEYS OPERATIONS\n".utf8))
     exit(2)
 }
 let keys = (0..<keyCount).map { "https://example.com/item/\($0)" }
@@ -55,6 +61,26 @@ case ("chain", _):
     }
     done.wait()
     found = result.withLock { $0 }
+case ("http", _):
+    // The responses stored as the proxy stores them (a shared cache, a memory layer), from a task
+    // the main thread waits for on a semaphore (see the chain above).
+    let memory = MemoryStore<String, Data>(countLimit: keyCount * 2)
+    let frontEnd = HTTPCacheFrontEnd(cache: HTTPCache(storage: memory, policy: HTTPCachePolicy(kind: .shared)))
+    let fields: HTTPHeaderFields = ["Cache-Control": "max-age=3600", "ETag": "\"v1\"", "Content-Type": "application/json"]
+    let done = DispatchSemaphore(value: 0)
+    Task.detached { [keys, value] in
+        for key in keys {
+            _ = try? await frontEnd.cache.store(
+                HTTPResponse(status: 200, headers: fields, body: value), for: HTTPCacheRequest(uri: key), requestTime: Date(), responseTime: Date()
+            )
+        }
+        done.signal()
+    }
+    done.wait()
+    let lookup: HTTPHeaderFields = ["Accept": "*/*", "User-Agent": "wrk"]
+    for i in order where frontEnd.respondAtOnce(to: HTTPCacheRequest(uri: keys[i], headers: lookup), reading: { memory.entry(forKey: $0) }) != nil {
+        found += 1
+    }
 case ("store", "evict"): for i in 0..<operations { store.setValue(value, forKey: "https://example.com/new/\(i)") }
 case ("store", _): for i in order { store.setValue(value, forKey: keys[i]) }
 default: for i in order { dictionary.withLock { $0[keys[i]] = value } }
