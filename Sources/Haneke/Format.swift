@@ -66,9 +66,11 @@ public struct Format<Value: Sendable>: Sendable {
     /// The Images module's `Format.resizing(name:resizer:diskCapacity:)` sets it from its resizer.
     public var version: String?
 
-    /// How long a value lives in this format, in memory and on disk alike, when it is fetched or set
-    /// without a lifetime of its own (``Cache/set(_:forKey:formatName:timeToLive:)`` gives one);
-    /// `nil` (until evicted) by default. The same as `freshness.timeToLive`.
+    /// How long a value lives in this format, in memory and on disk alike: a value set without a
+    /// lifetime of its own lives this long (``Cache/set(_:forKey:formatName:timeToLive:)`` gives
+    /// one, which it keeps), and a fetched value at most this long (a fetcher's shorter lifetime,
+    /// such as an HTTP response's freshness, wins). `nil` (until evicted) by default. The same as
+    /// `freshness.timeToLive`.
     public var timeToLive: Duration? {
         get { freshness.timeToLive }
         set { freshness.timeToLive = newValue }

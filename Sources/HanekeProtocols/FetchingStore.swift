@@ -375,6 +375,16 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         }
     }
 
+    /// A fetched `entry` whose own lifetime (a fetcher's, such as HTTP freshness and retention)
+    /// ends no later than the policy's ``Freshness/timeToLive`` from now: the shorter wins. A
+    /// value given to a `set` keeps the lifetime it was given, the caller's explicit choice.
+    private func boundedByTheTimeToLive(_ entry: StoreEntry<Value>) -> StoreEntry<Value> {
+        guard let timeToLive, let own = entry.attributes.expiresAt else { return entry }
+        var entry = entry
+        entry.attributes.expiresAt = min(own, clock.now().addingTimeInterval(timeToLive))
+        return entry
+    }
+
     /// `entry` with its time stored, its lifetime (its own, else the policy's) and the stale window.
     private func stamped(_ entry: StoreEntry<Value>) -> StoreEntry<Value> {
         guard !freshness.isNone else { return entry }
@@ -476,7 +486,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
         switch outcome {
         case .store(let fetched):
             value = fetched.value
-            change = { [self] in try await write(fetched, forKey: key) }
+            change = { [self] in try await write(boundedByTheTimeToLive(fetched), forKey: key) }
         case .doNotStore(let fetched):
             value = fetched
             if stored != nil { change = { [self] in try await base.removeValue(forKey: key) } }
@@ -484,7 +494,7 @@ where Base.Key == Source.Key, Base.Value == Source.Value {
             guard let stored else { throw Self.noStoredEntry(key, "notModified") }
             value = stored.value
             change = { [self] in
-                let updated = stamped(StoreEntry(value: stored.value, attributes: attributes))
+                let updated = stamped(boundedByTheTimeToLive(StoreEntry(value: stored.value, attributes: attributes)))
                 if try await !base.setAttributes(updated.attributes, forKey: key) {
                     try await base.setEntry(updated, forKey: key)   // evicted meanwhile: kept again, whole
                 }

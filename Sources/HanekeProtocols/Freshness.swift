@@ -7,8 +7,9 @@
 /// let freshness = Freshness(timeToLive: .seconds(300), refreshAfter: .seconds(240), serveStaleFor: .seconds(3600))
 /// ```
 public struct Freshness: Sendable, Hashable {
-    /// How long a value fetched or set without an expiry of its own lives; `nil` (until evicted)
-    /// by default.
+    /// How long a value set without an expiry of its own lives, and the longest a fetched value
+    /// lives (a fetcher's own expiry, such as HTTP freshness, wins only when it is shorter); `nil`
+    /// (until evicted) by default. A value given an expiry by a `set` keeps it.
     public var timeToLive: Duration?
     /// The age (since the value was stored) after which a read returns the value at once and starts
     /// one background refresh of its key, whose result replaces it (kept when the refresh fails);
@@ -21,7 +22,8 @@ public struct Freshness: Sendable, Hashable {
 
     /// Creates a policy.
     /// - Parameters:
-    ///   - timeToLive: How long a value without its own expiry lives; `nil` for until evicted.
+    ///   - timeToLive: How long a value set without an expiry lives, and the longest a fetched one
+    ///     lives; `nil` for until evicted.
     ///   - refreshAfter: The age after which a read starts a background refresh; `nil` for never.
     ///   - serveStaleFor: How long past its expiry a value is served when the fetcher fails.
     public init(timeToLive: Duration? = nil, refreshAfter: Duration? = nil, serveStaleFor: Duration? = nil) {

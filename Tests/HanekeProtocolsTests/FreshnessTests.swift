@@ -169,6 +169,35 @@ struct FreshnessTests {
         #expect(fetcher.calls == 2)
     }
 
+    /// The policy's lifetime is the longest a fetched value lives: a fetcher's longer one is cut
+    /// to it (its shorter one wins, above).
+    @Test func aFetchersLifetimeLongerThanThePolicysIsCutToIt() async throws {
+        let clock = TestClock()
+        let fetcher = ScriptedFetcher()
+        fetcher.setLifetime(clock.now().addingTimeInterval(1_000))
+        let memory = MemoryStore<String, String>(clock: clock)
+        let store = memory.fetching(from: fetcher, freshness: Freshness(timeToLive: .seconds(600)), clock: clock)
+        #expect(try await store.fetch("k") == "1:k")
+        #expect(try await memory.attributes(forKey: "k")?.expiresAt == clock.now().addingTimeInterval(600))
+        clock.advance(by: .seconds(601))
+        #expect(try await store.fetch("k") == "1:k")
+        #expect(fetcher.calls == 2)
+    }
+
+    /// A value set with a lifetime of its own keeps it, longer than the policy's or not; one set
+    /// without gets the policy's.
+    @Test func aSetsOwnLifetimeIsKeptAndTheRestGetThePolicys() async throws {
+        let clock = TestClock()
+        let memory = MemoryStore<String, String>(clock: clock)
+        let store = memory.fetching(from: ScriptedFetcher(), freshness: Freshness(timeToLive: .seconds(600)), clock: clock)
+        try await store.setEntry(StoreEntry(value: "long", expiresAt: clock.now().addingTimeInterval(1_000)), forKey: "long")
+        try await store.setEntry(StoreEntry(value: "short", expiresAt: clock.now().addingTimeInterval(5)), forKey: "short")
+        try await store.setValue("plain", forKey: "plain")
+        #expect(try await memory.attributes(forKey: "long")?.expiresAt == clock.now().addingTimeInterval(1_000))
+        #expect(try await memory.attributes(forKey: "short")?.expiresAt == clock.now().addingTimeInterval(5))
+        #expect(try await memory.attributes(forKey: "plain")?.expiresAt == clock.now().addingTimeInterval(600))
+    }
+
     @Test func aPromotedValueExpiresWhenTheOriginalWould() async throws {
         let clock = TestClock()
         let top = MemoryStore<String, String>(clock: clock)

@@ -86,6 +86,28 @@ struct HTTPFetchTests {
         }
     }
 
+    /// A format's `timeToLive` is the longest a fetched value lives: a response fresh for an hour
+    /// is fetched again once the format's 3 seconds are over (it was served from disk for a day).
+    @Test func aFormatsTimeToLiveEndsAResponseFresherThanIt() async throws {
+        try await withOrigin({ _ in self.ok("v1", [("Cache-Control", "max-age=3600")]) }) { origin, cache, url, _ async throws in
+            var short = Format<String>(name: "short")
+            short.timeToLive = .seconds(3)
+            cache.addFormat(short)
+            #expect(try await cache.fetch(url: url, formatName: "short") == "v1")
+            clock.advance(by: .seconds(2))
+            #expect(try await cache.fetch(url: url, formatName: "short") == "v1")
+            #expect(origin.requests.count == 1)
+            clock.advance(by: .seconds(2))
+            #expect(try await cache.fetch(url: url, formatName: "short") == "v1")
+            #expect(origin.requests.count == 2)
+            // The original format has no lifetime of its own: the response's hour stands.
+            #expect(try await cache.fetch(url: url) == "v1")
+            clock.advance(by: .seconds(3_000))
+            #expect(try await cache.fetch(url: url) == "v1")
+            #expect(origin.requests.count == 3)
+        }
+    }
+
     @Test func expiresCountsFromDateAndAgeShortensTheLifetime() async throws {
         try await withOrigin({ _ in
             self.ok("expires", [("Expires", HTTPDate.format(self.clock.now().addingTimeInterval(120)))])
