@@ -171,8 +171,8 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     ///   - url: The URL to request whatever the key; `nil` (the default) requests the key as a URL.
     ///   - headers: The header fields of every request; none by default. A name must be a token
     ///     and a value free of control characters but tabs, or each fetch throws `invalidKey`.
-    ///   - session: `nil` (the default) or `NetworkFetcherSession.shared` for the fetcher's own
-    ///     transfers through libcurl, each body counted as it is decoded. Another `URLSession` (one
+    ///   - session: `nil` (the default) for the fetcher's own transfers through libcurl, each
+    ///     body counted as it is decoded. A `URLSession` of yours (one
     ///     with a delegate, say) runs the requests instead: it collects each body whole before the
     ///     fetcher can count it, and inflates it on FoundationNetworking's one thread, which every
     ///     session of the process shares — a gzip bomb then holds up every other request of those
@@ -189,7 +189,7 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     ) {
         self.url = url
         self.headers = headers
-        self.customSession = session.flatMap { $0 === NetworkFetcherSession.shared ? nil : $0 }
+        self.customSession = session.flatMap { $0 === ownTransfersSession ? nil : $0 }
         self.configuration = configuration
         self.clock = clock
     }
@@ -521,26 +521,24 @@ public struct NetworkFetcher<Value: DataConvertible & Sendable>: Fetcher {
     }
 }
 
-/// The session that stands for `NetworkFetcher`'s own transfers.
-public enum NetworkFetcherSession {
-    /// An ephemeral session whose URL cache is off, so responses are cached only by Haneke.
-    ///
-    /// A `NetworkFetcher` given this session (or none, the default) does not use it: it runs its
-    /// requests through libcurl itself, each on a thread of its own, and counts the body as it is
-    /// decoded, so that `maximumBodySize` bounds the memory a response takes and the time its
-    /// inflating takes. With any other session the fetcher checks the size only once that session
-    /// has collected the whole body.
-    public static let shared = URLSession(configuration: makeConfiguration())
+/// The session that `NetworkFetcherSession.shared` names: ephemeral, its URL cache off. Never
+/// used for a request (a fetcher given it runs its own transfers), only recognised.
+let ownTransfersSession: URLSession = {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.urlCache = nil
+    configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+    configuration.httpCookieStorage = nil
+    configuration.timeoutIntervalForRequest = 30
+    return URLSession(configuration: configuration)
+}()
 
-    /// The settings of `shared`.
-    static func makeConfiguration() -> URLSessionConfiguration {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        configuration.httpCookieStorage = nil
-        configuration.timeoutIntervalForRequest = 30
-        return configuration
-    }
+/// The session that stood for `NetworkFetcher`'s own transfers, which are the default: pass no
+/// session instead.
+@available(*, deprecated, message: "Pass no session: a NetworkFetcher runs its own transfers by default")
+public enum NetworkFetcherSession {
+    /// A session that a `NetworkFetcher` given it does not use: it runs its requests through
+    /// libcurl itself, as with no session.
+    public static var shared: URLSession { ownTransfersSession }
 }
 
 /// One request on a session of the caller's own: the fetch waiting for it, and its task. A fetch

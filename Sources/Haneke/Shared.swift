@@ -10,5 +10,8 @@ public enum Shared {
     /// A cache of UTF-8 strings.
     public static let stringCache = Cache<String>(name: "shared-string")
     /// A cache of JSON documents.
-    public static let JSONCache = Cache<JSON>(name: "shared-json")
+    public static let jsonCache = Cache<JSON>(name: "shared-json")
+    /// The cache of JSON documents under its earlier name.
+    @available(*, deprecated, renamed: "jsonCache")
+    public static var JSONCache: Cache<JSON> { jsonCache }
 }

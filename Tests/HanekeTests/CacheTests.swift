@@ -346,16 +346,16 @@ struct CacheTests {
         let key = "haneke-test-\(UUID().uuidString)"
         try await Shared.dataCache.set(Data("d".utf8), forKey: key)
         try await Shared.stringCache.set("s", forKey: key)
-        try await Shared.JSONCache.set(["j": true], forKey: key)
+        try await Shared.jsonCache.set(["j": true], forKey: key)
         #expect(try await Shared.dataCache.fetch(key: key) == Data("d".utf8))
         #expect(try await Shared.stringCache.fetch(key: key) == "s")
-        #expect(try await Shared.JSONCache.fetch(key: key)["j"]?.bool == true)
+        #expect(try await Shared.jsonCache.fetch(key: key)["j"]?.bool == true)
         // In this process's own cache home: the tests never write to the real ~/.cache.
-        #expect(Shared.JSONCache.directory == privateCacheHome + "/haneke/shared-json")
+        #expect(Shared.jsonCache.directory == privateCacheHome + "/haneke/shared-json")
         #expect(ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] == privateCacheHome)
         try await Shared.dataCache.remove(key: key)
         try await Shared.stringCache.remove(key: key)
-        try await Shared.JSONCache.remove(key: key)
+        try await Shared.jsonCache.remove(key: key)
     }
 
     // MARK: - Folders
