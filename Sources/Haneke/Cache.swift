@@ -29,6 +29,11 @@ public import Logging
 /// one key in one format share one fetcher call; writes of
 /// one key take turns, so a value set while a fetch is under way is not overwritten by it, and a
 /// layer that fails to read is a miss (logged), not a failure.
+///
+/// Several processes may share a cache's folders (a server's workers): a value set or removed in
+/// one is what the others read next. Each change on disk counts in the folder's shared change
+/// counters (`.haneke-changes`, mapped by every process), and a memory hit whose key's counter
+/// moved since it was read is dropped and read from disk: one shared-memory load per memory hit.
 public final class Cache<Value: DataConvertible & DataRepresentable & Sendable>: Sendable {
     /// The name of the format every cache has, used when no format is named (HanekeSwift's).
     public static var originalFormatName: String { "original" }
