@@ -121,14 +121,7 @@ struct SQLiteStoreTests {
     /// that asks to write could deadlock): "database is locked" — a benchmark's writer process
     /// failed so, on a new database. The store waits for the lock within its busy timeout instead.
     @Test func aDatabaseThatAnotherConnectionIsWritingIsPutInWALModeOnceItLetsGo() async throws {
-        // A store releases its connections on its executor: one thread, so that the job run
-        // after its release runs once they are closed.
-        let executor = IOExecutor(width: 1, label: "test.sqlite-wal-mode")
-        try await executor.run { [folder] in
-            let store = try SQLiteStore(directory: folder, configuration: .init(capacity: 100 << 20), executor: executor)
-            try store.setValue(Data("value".utf8), forKey: "key")
-        }
-        try await executor.run {}
+        try await withStoreClosedAfterwards { try $0.setValue(Data("value".utf8), forKey: "key") }
         try reopenWhileAnotherConnectionWrites()
     }
 
@@ -231,13 +224,18 @@ struct SQLiteStoreTests {
 
     /// A database cut short (a disk that lost its end): values still there read whole, the rest
     /// are misses or a clear error — never wrong bytes.
-    @Test func aTruncatedDatabaseNeverGivesAWrongValue() throws {
+    @Test func aTruncatedDatabaseNeverGivesAWrongValue() async throws {
         let values = (0..<400).map { i in Data("value \(i) ".utf8) + Data(repeating: UInt8(i % 251), count: 900) }
-        do {
-            let store = try open()
+        // Closed before the cut: the last checkpoint has copied the log into the database (under
+        // load the cut came first once, and every value was read whole from the log).
+        try await withStoreClosedAfterwards { store in
             for (i, value) in values.enumerated() { try store.setValue(value, forKey: "key \(i)") }
             try store.flush()
         }
+        try readTruncatedDatabase(values)
+    }
+
+    func readTruncatedDatabase(_ values: [Data]) throws {
         let size = try #require(try FileManager.default.attributesOfItem(atPath: databasePath)[.size] as? Int)
         let handle = try #require(FileHandle(forUpdatingAtPath: databasePath))
         try handle.truncate(atOffset: UInt64(size / 2))
@@ -554,6 +552,18 @@ extension SQLiteStoreTests {
 }
 
 extension SQLiteStoreTests {
+    /// Runs `body` with a store in the folder, releases the store, and returns once its
+    /// connections (its own and its checkpointer's) have closed: a store closes them on its
+    /// executor, here one of a single thread, which runs the job after them once they are done.
+    /// The database file then holds every change, and no connection of the store has it open.
+    func withStoreClosedAfterwards(_ body: @escaping @Sendable (SQLiteStore) throws -> Void) async throws {
+        let executor = IOExecutor(width: 1, label: "test.sqlite-closed-afterwards")
+        try await executor.run { [folder] in
+            try body(try SQLiteStore(directory: folder, configuration: .init(capacity: 100 << 20), executor: executor))
+        }
+        try await executor.run {}
+    }
+
     /// Runs `body` with a connection of SQLite itself to the database at `path`, closed after it.
     /// A store released just before closes its database on its executor, which locks the database
     /// for a moment (the log's last checkpoint); this connection waits for that rather than fail

@@ -686,7 +686,15 @@ final class Database: @unchecked Sendable {
     }
 
     /// Copies the log into the database and truncates the log.
-    func checkpoint() throws { try execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    /// Copies the whole log into the database and empties it, waiting within the busy timeout for
+    /// readers, the writer, and a checkpoint another connection is running (the store's
+    /// checkpointer's): `PRAGMA wal_checkpoint` reported that one in its row and succeeded, so a
+    /// flush could return with values still only in the log.
+    /// - Throws: `StoreError` (`unavailable` when it could not run within the busy timeout).
+    func checkpoint() throws {
+        let rc = retryingWhileBusy { sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) }
+        guard rc == SQLITE_OK else { throw failure(rc, "Could not copy the log into \(path)") }
+    }
 
     func deleteAll() throws {
         try execute("DELETE FROM entries")
