@@ -129,7 +129,7 @@ let package = Package(
         .target(
             name: "HanekeProxy",
             dependencies: [
-                "HTTPCaching", "HanekeProtocols", "CFileStoreShims",
+                "HTTPCaching", "HanekeProtocols", "StoreFolders", "CFileStoreShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -2,6 +2,7 @@ import CFileStoreShims
 import Foundation
 import HanekeProtocols
 package import NIOCore
+import StoreFolders
 
 #if canImport(Glibc)
 import Glibc
@@ -20,19 +21,6 @@ package enum ProxyRequestBody: Sendable {
         switch self {
         case .buffer(let buffer): buffer.readableBytes
         case .spooled(let file): file.count
-        }
-    }
-
-    /// The body's bytes in one buffer (read back from the file, for a spooled body): for tests.
-    package var bytes: ByteBuffer {
-        switch self {
-        case .buffer(let buffer): return buffer
-        case .spooled(let file):
-            var buffer = ByteBufferAllocator().buffer(capacity: file.count)
-            let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: file.count) { pointer in
-                max(0, pread(file.descriptor, pointer.baseAddress, file.count, 0))
-            }
-            return read == file.count ? buffer : ByteBuffer()
         }
     }
 }
@@ -109,21 +97,16 @@ final class RequestBodySpool {
     func append(_ piece: ByteBuffer) throws(Failure) {
         guard budget.reserve(piece.readableBytes) else { throw .overBudget }
         count += piece.readableBytes
-        var offset = count - piece.readableBytes
-        let failure = piece.withUnsafeReadableBytes { bytes -> Int32? in
-            var start = 0
-            while start < bytes.count {
-                let written = pwrite(descriptor, bytes.baseAddress! + start, bytes.count - start, off_t(offset))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                start += written
-                offset += written
+        // Written at the file's offset, which only these writes move (`sendfile` reads at its own).
+        let failure = piece.withUnsafeReadableBytes { bytes -> POSIX.Failure? in
+            do throws(POSIX.Failure) {
+                try POSIX.writeAll(descriptor, bytes, UnsafeRawBufferPointer(start: nil, count: 0), path: "a request body's file")
+                return nil
+            } catch {
+                return error
             }
-            return nil
         }
-        if let failure { throw .io("Could not write a request body to its file: \(String(cString: strerror(failure)))") }
+        if let failure { throw .io("Could not write a request body to its file: \(failure)") }
     }
 
     /// The whole body, which owns the file from here.

@@ -11,6 +11,13 @@ import TestSupport
 /// The proxy's server over real TCP on loopback: keep-alive, Cache-Status, limits.
 struct ProxyServerTests {
     func withProxyServer(limits: ProxyServer.Limits = ProxyServer.Limits(), _ body: (ProxyFixture, UpstreamClient) async throws -> Void) async throws {
+        try await withProxyServer(limits: limits) { fixture, client, _ in try await body(fixture, client) }
+    }
+
+    /// The same, `body` also given the server (its budgets).
+    func withProxyServer(
+        limits: ProxyServer.Limits = ProxyServer.Limits(), inspecting body: (ProxyFixture, UpstreamClient, ProxyServer) async throws -> Void
+    ) async throws {
         try await ProxyFixture.run { fixture in
             let group = try await sharedEventLoops()
             let proxy = fixture.proxy
@@ -23,7 +30,7 @@ struct ProxyServerTests {
                     maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 4, budget: MemoryBudget(limit: 1 << 30)
                 )
                 defer { client.close() }
-                try await body(fixture, client)
+                try await body(fixture, client, server)
             }
         }
     }
@@ -96,34 +103,22 @@ struct ProxyServerTests {
         // 48 blocks of 64 KiB, each of its own byte: a piece out of order or lost shows.
         var sent = ByteBuffer()
         for block in 0..<48 { sent.writeRepeatingByte(UInt8(block), count: 64 << 10) }
-        try await ProxyFixture.run { fixture in
+        try await withProxyServer(limits: limits, inspecting: { fixture, client, server in
             fixture.origin.answer(origin(201, [], body: "made"))
-            let group = try await sharedEventLoops()
-            let proxy = fixture.proxy
-            let server = try await ProxyServer.start(
-                host: "127.0.0.1", port: 0, limits: limits, group: group, respondAtOnce: { proxy.respondAtOnce(to: $0) }, respond: { await proxy.respond(to: $0) }
-            )
-            try await withServer(server, shutdown: { await $0.shutdown() }) { server in
-                let client = UpstreamClient(
-                    host: "127.0.0.1", port: server.port, authority: "127.0.0.1:\(server.port)", group: group,
-                    maximumBodySize: 1 << 20, timeout: .seconds(3_600), maximumIdleConnections: 4, budget: MemoryBudget(limit: 1 << 30)
-                )
-                defer { client.close() }
-                var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/upload")
-                head.headers.add(name: "Content-Length", value: String(sent.readableBytes))
-                let response = try await client.send(head, body: .buffer(sent))
-                #expect(response.head.status == .created)
-                #expect(String(buffer: response.body) == "made")
-                let received = try #require(fixture.origin.requests.last)
-                let same = sent.withUnsafeReadableBytes { sent in
-                    received.body.withUnsafeBytes { $0.count == sent.count && memcmp($0.baseAddress!, sent.baseAddress!, sent.count) == 0 }
-                }
-                #expect(same)
-                #expect(server.spooled.peak == sent.readableBytes)
-                #expect(server.budget.peak <= limits.requestBodyBufferSize + 64)
-                try await waitUntil("the body's file closed") { server.spooled.used == 0 && server.budget.used == 0 }
+            var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/upload")
+            head.headers.add(name: "Content-Length", value: String(sent.readableBytes))
+            let response = try await client.send(head, body: .buffer(sent))
+            #expect(response.head.status == .created)
+            #expect(String(buffer: response.body) == "made")
+            let received = try #require(fixture.origin.requests.last)
+            let same = sent.withUnsafeReadableBytes { sent in
+                received.body.withUnsafeBytes { $0.count == sent.count && memcmp($0.baseAddress!, sent.baseAddress!, sent.count) == 0 }
             }
-        }
+            #expect(same)
+            #expect(server.spooled.peak == sent.readableBytes)
+            #expect(server.budget.peak <= limits.requestBodyBufferSize + 64)
+            try await waitUntil("the body's file closed") { server.spooled.used == 0 && server.budget.used == 0 }
+        })
     }
 
     /// Unfinished long uploads hold the budget of spooled bytes, no more: past it the next is
